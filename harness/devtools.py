@@ -51,8 +51,7 @@ class Recipe:
 
 
 def recipes_file(given: Path | None) -> Path:
-    """`--recipes`, else images/images.yaml here, else harness's own, so
-    `harness images build NAME` works from any directory."""
+    """`--recipes`, else images/images.yaml here, else harness's own (any directory works)."""
     if given is not None:
         return given
     here = Path("images/images.yaml")
@@ -97,14 +96,12 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
           force: bool = False, jobs: int = 2, engine: Any = None) -> list[str]:
     """Build the named recipes (and their bases); skip tags whose recipe label matches.
 
-    Pip recipes' contexts are prepared from the start, `jobs` at a time, beside the shell
-    recipes; each image is built once its base and context are there, so independent chains
-    overlap. Progress lines start with the recipe's name.
+    Contexts are prepared `jobs` at a time from the start, and each image is built once its
+    base and context are there, so independent chains overlap.
 
     Raises:
         InputError: an unknown recipe name.
-        ImageUnavailable: a recipe failed (the first in build order, raised once every image
-            not standing on a failed recipe is built).
+        ImageUnavailable: a recipe failed (the first in build order, once all others are built).
     """
     if engine is None:
         engine = get_runtime("docker")      # docker-py loads here, paramiko hidden
@@ -193,8 +190,7 @@ def _image(engine: Any, r: Recipe, recipes: dict[str, Recipe], digest: str,
 
 def _context(r: Recipe, digest: str, progress: Progress,
              running: process.Running) -> Path:
-    """A pip recipe's build context: its packages installed with `--target` and
-    compiled, cached by recipe hash.
+    """A pip recipe's build context (`--target` install, compiled), cached by recipe hash.
 
     Raises:
         ImageUnavailable: pip failed, or the recipe's interpreter is not here.

@@ -23,16 +23,14 @@ from harness.thresholds import AnalysisConfig
 
 
 def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:
-    """Measured iterations that give `cfg.min_samples` memory samples from
-    step samples alone: a run this long can always decide."""
+    """Measured iterations that give `cfg.min_samples` memory samples: enough to decide."""
     return cfg.min_samples * settings.sample_every
 
 
 def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
                ) -> tuple[list[Cell], str | None]:
-    """Raise an `--iterations N` cap over budgeted cells to what a decision needs
-    (`decidable_iterations`), and the cells' `asked_calls` alike: below it the run reads
-    `ambiguous` and runs again, never the short run asked for.
+    """Raise an `--iterations N` cap over budgeted cells (and their `asked_calls`) to what
+    a decision needs, else the run reads `ambiguous` and runs again anyway.
 
     Returns:
         The cells, and the sentence that says so (None where no cap was raised).
@@ -58,8 +56,7 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
-    """Cells too short to ever decide a memory trend (fewer calls than
-    `min_samples`): only how such a run ends (OOM, crash, timeout) can be told.
+    """Cells too short to ever decide a memory trend (fewer calls than `min_samples`).
 
     Args:
         refuse: The length came from `--iterations`: refuse it. A length the matrix sets is
@@ -136,8 +133,7 @@ _NOT_CALLABLE = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast
 
 
 def _bound_last(tree: ast.Module, name: str) -> ast.AST | None:
-    """The top-level statement (or value) that binds `name` last: the module's
-    `name` once imported."""
+    """The top-level statement (or value) that binds `name` last."""
     last: ast.AST | None = None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -153,8 +149,7 @@ def _bound_last(tree: ast.Module, name: str) -> ast.AST | None:
 
 
 def _takes_one(args: ast.arguments) -> bool:
-    """Whether a function with these parameters can be called with one positional
-    argument and nothing else."""
+    """Whether a function with these parameters takes exactly one positional argument."""
     positional = [*args.posonlyargs, *args.args]
     required = len(positional) - len(args.defaults)
     no_default = [d for d in args.kw_defaults if d is None]
@@ -162,9 +157,8 @@ def _takes_one(args: ast.arguments) -> bool:
 
 
 def call_problem(tree: ast.Module, script: Path) -> str | None:
-    """A protocol name the agent cannot call as `setup(params)` / `step(state)`: a
-    non-function value, or a function not taking one argument. Decorated functions and names
-    bound by calls or imports are left to the agent."""
+    """Why a protocol name cannot be called as `setup(params)` / `step(state)`, or None.
+    Decorated functions and names bound by calls or imports are left to the agent."""
     for name in PROTOCOL:
         node = _bound_last(tree, name)
         arg = ARGUMENT[name]

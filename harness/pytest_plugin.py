@@ -49,8 +49,7 @@ from harness.pytestcall import (
 
 
 def _is_name(name: str) -> bool:
-    """A folder name under .harness/: letters of any script and digits first, then
-    those, '.', '_' and '-' (no '/', no '..')."""
+    """A folder name under .harness/: a letter or digit, then those, '.', '_' and '-'."""
     return bool(name) and name[0].isalnum() and all(
         c.isalnum() or c in "._-" or unicodedata.category(c)[0] == "M" for c in name)
 
@@ -122,8 +121,7 @@ def _running_on(config: pytest.Config) -> RunOn:
 
 def _known_compare(config: pytest.Config) -> None:
     """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
-    would pass every test as "not compared"), naming the saved ones. A name saved before or in
-    this session is known."""
+    would pass every test as "not compared"), naming the saved ones."""
     name = config.getoption("harness_compare")
     if name is None or name == config.getoption("harness_save"):
         return
@@ -148,8 +146,8 @@ def _known_compare(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Once the tests are collected, before the first one's clock: where some
-    are marked, start what they fork from (`harness.api.marked.ahead`); in each xdist worker."""
+    """Once collected, before the first test's clock: start what marked tests
+    fork from (`harness.api.marked.ahead`), in each xdist worker."""
     if session.config.option.collectonly or not any(
             item.get_closest_marker(LEAKS) or item.get_closest_marker(TIME)
             for item in session.items):
@@ -174,9 +172,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 class _Summary:
-    """Each harness test's line (from this process's and xdist workers' reports) for the
-    terminal summary; then the tests that ran on past an undecided first run, and what a busy
-    host did to the wall clock, once for the session."""
+    """Each harness test's line (this process's and xdist workers' reports) for the
+    terminal summary, then the session's run-on and busy-host lines."""
 
     def __init__(self, run_on: RunOn) -> None:
         self.run_on = run_on
@@ -213,8 +210,7 @@ class _Summary:
 
 def summary_lines(ran_on: list[tuple[bool, float]], took: list[float], run_on: RunOn,
                   short: int = 0) -> list[str]:
-    """The session's lines: the tests that ran on past an undecided first run (how
-    many it decided, at what cost), and how much the host stretched their wall clock."""
+    """The session's lines: tests run on past an undecided first run, and host load."""
     out = []
     if ran_on:
         decided = sum(1 for d, _ in ran_on if d)

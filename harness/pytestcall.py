@@ -48,8 +48,7 @@ _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, PurePath)
 
 @dataclass(frozen=True)
 class Made:
-    """A pytest fixture the child makes itself: its kind, and for a capture its class and
-    options, for caplog the level and format of pytest's handler."""
+    """A pytest fixture the child makes itself: its kind and the options to make it with."""
 
     kind: str
     capture: str = ""
@@ -81,8 +80,7 @@ def made_for(value: object, config: pytest.Config) -> Made | None:
 
 
 def changeable(value: object) -> bool:
-    """Whether a call could change the value in place (anything but numbers, strings,
-    bytes, paths and tuples or frozensets of those)."""
+    """Whether a call could change the value in place (not an immutable scalar or tuple)."""
     if isinstance(value, (tuple, frozenset)):
         return any(changeable(v) for v in value)
     return not isinstance(value, _ATOMS)
@@ -186,11 +184,9 @@ _FRESH_FILTERS = (("default", DeprecationWarning, "__main__"),
 
 
 def as_a_fresh_child() -> None:
-    """In a fork of pytest's process, undo before the first call what pytest set
-    up around the test and a fresh child has not: its log handlers and warning record (which
-    keep every record and read as leaks) and its unraisable/thread exception hooks; warning
-    filters become a fresh interpreter's. Nothing to do in a fresh child; never in pytest's
-    own process."""
+    """In a fork of pytest's process, undo what pytest set up around the test that a
+    fresh child lacks (log handlers and warning records, which read as leaks; exception hooks).
+    Nothing to do in a fresh child; never in pytest's own process."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, LogCaptureHandler)]:
         root.removeHandler(handler)
@@ -224,11 +220,9 @@ def _live(made: Made) -> _Live:
 
 @dataclass
 class Calls:
-    """A marked test's keyword arguments for every call: `shared` by all, `fresh`
-    (pickled) unpickled for each, `copied` (in a fork: unpicklable values) deep-copied for
-    each, and the fixtures the child makes (`made`), reset after each. `forked`: the child is
-    a fork of pytest's process (`as_a_fresh_child`). In the child, `kwargs` is what the next
-    call takes."""
+    """A marked test's keyword arguments for every call: `shared`, `fresh` (unpickled per
+    call), `copied` (deep-copied per call, in a fork), and fixtures the child makes (`made`),
+    reset after each call. In the child, `kwargs` is what the next call takes."""
 
     shared: dict[str, object]
     fresh: bytes
@@ -253,8 +247,7 @@ class Calls:
         return self
 
     def next(self) -> None:
-        """After a call: each fixture made reset (last made first), the next call's
-        arguments set."""
+        """After a call: reset each fixture made (last first); set the next call's arguments."""
         for live in reversed(self._live.values()):
             live.reset()
         self._next_kwargs()
@@ -290,16 +283,15 @@ OVERRUN, ALLOWANCE = 16, "5m"   # --harness-overrun, --harness-allowance: their 
 
 @dataclass
 class RunOn:
-    """How far the session's undecided tests may run on (`--harness-overrun`,
-    `--harness-allowance`) and what they have spent."""
+    """How far the session's undecided tests may run on, and what they have spent."""
 
     overrun: int            # budgets a test takes in all, its runs again included
     allowance: float        # seconds past their first runs, the session's tests together
     spent: float = 0.0
 
     def overrun_for(self, budget: float) -> int | None:
-        """The `overrun` for a test of `budget` seconds: the session's, less what
-        would pass the allowance left; None once no more than the check's own 4 budgets are left."""
+        """The `overrun` for a test of `budget` seconds within the allowance left;
+        None once no more than the check's own 4 budgets fit."""
         left = self.allowance - self.spent
         most = min(self.overrun, int(1.0 + left / budget)) if budget > 0 else self.overrun
         return most if most > 4 else None

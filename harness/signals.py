@@ -13,8 +13,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-# Set while a long command runs cells (inside `interruptible()`): a closed stdout or
-# stderr then ends it as Ctrl-C does (`stream_closed`).
+# Set while a long command runs cells: a closed stdout/stderr then ends it (`stream_closed`).
 _RUNNING = threading.Event()
 
 

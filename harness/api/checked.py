@@ -42,8 +42,7 @@ class Checked:
 
     @property
     def busy(self) -> str:
-        """What the host's other work did to the check where enough to say
-        (`thresholds.host_busy`); else ""."""
+        """What the host's other work did to the check (`thresholds.host_busy`); else ""."""
         if self.took is None:
             return ""
         wall, own = self.took
@@ -84,8 +83,7 @@ class Checked:
 
     @property
     def floor(self) -> float | None:
-        """For a good verdict, the smallest steady leak the run could have missed, in
-        bytes per call (None otherwise)."""
+        """For a good verdict, the smallest steady leak it could miss (B/call); else None."""
         return missed_rate(self.result)
 
     @property
@@ -95,8 +93,7 @@ class Checked:
 
     @property
     def traceback(self) -> str:
-        """Where the step raised (a `crash`): the traceback from the function's own
-        frames on ("" when it did not raise)."""
+        """Where the step raised (a `crash`), from its own frames on; else ""."""
         error = self.result.end.error
         if error is None or not error.traceback:
             return ""
@@ -107,8 +104,7 @@ class Checked:
                          if start else lines)
 
     def __str__(self) -> str:
-        """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good verdict ends with
-        its floor, a comparison with the pooled step times."""
+        """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good one ends with its floor."""
         text = f"{self.verdict} (rule {self.rule or '-'}): {self.reason}"
         vs = self.result.vs_baseline
         more = [missed_words(self.result)]

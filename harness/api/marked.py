@@ -110,8 +110,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
 
 
 def _warnings_shown(got: Checked) -> None:
-    """The warnings the test's calls showed in the child, raised again here at
-    their own file and line, so pytest's summary lists them as without the marker."""
+    """Re-raise the child's warnings at their own file and line, for pytest's summary."""
     info = got.result.end.info or {}
     shown = info.get("warnings")
     for entry in shown if isinstance(shown, list) else ():
@@ -123,15 +122,13 @@ def _warnings_shown(got: Checked) -> None:
 
 
 def _category(module: str, name: str) -> type[Warning]:
-    """The warning's class by its module and name, where this process has it; else
-    UserWarning."""
+    """The warning's class by module and name where this process has it; else UserWarning."""
     found = getattr(sys.modules.get(module), name, None) if "." not in name else None
     return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
 
 
 def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
-    """Spend what the test's runs past its first took from the session's allowance and
-    keep it for the summary, with its calls' wall and own seconds."""
+    """Spend the test's reruns from the session's allowance and keep its times for the summary."""
     if got.took is not None:
         item.user_properties.append((TOOK, f"{got.took[0]:.3f} {got.took[1]:.3f}"))
     again = got.result.attempts[1:]
@@ -145,10 +142,9 @@ def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
 
 
 def ahead(items: Sequence[pytest.Item]) -> None:
-    """Before a session's first test: start the warm server its marked tests fork from,
-    with the first marked test's module imported, and load the agent here for forked tests, so
-    the first marked test costs what later ones do. Only the first's module: one whose import
-    starts a thread stops the server preloading. Failures here are left for the tests to say."""
+    """Before a session's first test, start the warm server its marked tests fork from (with
+    the first marked test's module imported) and load the agent here, so the first marked test
+    costs what later ones do. Failures are left for the tests to say."""
     with contextlib.suppress(OSError, ImportError):
         forkserver(AGENT_DIR / "forkserver.py")
     for item in items:
@@ -170,8 +166,8 @@ ONCE_FIX = ("\n  fix: let each call leave what it changes as it found it (a `mon
 
 
 def _runs_once(got: Checked) -> str | None:
-    """"runs once only: call 2 failed: AssertionError at test_x.py:144" for a test whose
-    first call passed and second failed (it changed what it runs on); None for any other end."""
+    """"runs once only: call 2 failed: ..." for a test whose second call failed after
+    its first passed (it changed what it runs on); else None."""
     error = got.result.end.error
     if got.verdict != "crash" or error is None or error.call != 2:
         return None
@@ -192,15 +188,14 @@ _AS_READ = re.compile(rf"; {re.escape(AS_READ)} [^;]*")
 
 
 def marker_words(text: str, decided: bool) -> str:
-    """A verdict's words as the plugin says them: the marker's arguments where a
-    sweep names its command line, without the "not run again" tail."""
+    """A verdict's words with the marker's arguments where a sweep names its command line."""
     text = text.replace(RUNS_NO_MORE, MARKER_RUNS_NO_MORE)
     return _AS_READ.sub("", text) if decided else text
 
 
 def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
-    """An undecided test's fix line: the budget its reason says would decide, if larger;
-    a quieter machine where the host was too busy; else twice its budget, 10 s at least."""
+    """An undecided test's fix line: the budget that would decide, a quieter machine, or
+    twice its budget (10 s at least)."""
     wants = WANTS.search(reason)
     if wants and (budget is None or float(wants.group(1)) > budget):
         return f"\n  fix: run longer, e.g. @pytest.mark.{mark}(budget=\"{wants.group(1)}s\")"
@@ -214,7 +209,7 @@ def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
 def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
     """The test's end from its verdict: passed, passed with a warning (undecided), or
-    failed with its words. A busy host is said at a test only where it did not pass."""
+    failed with its words."""
     busy = got.busy if not got.ok else ""
     text = marker_words(str(got), got.verdict not in UNDECIDED) + "".join(
         f"; {more}" for more in (note, busy) if more)
@@ -240,8 +235,7 @@ def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
 
 
 def _outcome(error: AgentError | None) -> None:
-    """A skip or xfail the test raised itself in its child: the test ends as pytest would
-    end it, not as a crash."""
+    """A skip or xfail the test raised in its child ends the test as pytest would."""
     if error is not None and error.type == "Skipped":
         pytest.skip(error.message)
     if error is not None and error.type == "XFailed":
@@ -249,8 +243,7 @@ def _outcome(error: AgentError | None) -> None:
 
 
 def as_marker(text: str, mark: str) -> str:
-    """`harness.check`'s refusal of an argument in the marker's words
-    (`settings['budgt']` is the marker's `budgt=`)."""
+    """`harness.check`'s refusal of an argument in the marker's words."""
     text = re.sub(r"^harness\.check: settings\['(\w+)'\]", rf"@pytest.mark.{mark}(\1=...)",
                   text)
     return re.sub(r"^harness\.check: ", f"@pytest.mark.{mark}: ", text)
@@ -281,10 +274,8 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
 
 def _fixtures(item: pytest.Function, fn: object
               ) -> tuple[dict[str, object] | Calls, str | None]:
-    """The test's arguments as pytest set them up, those that build up with use made
-    again each call (`Calls`); and why the test must run as a fork of pytest's process (None:
-    its arguments can be pickled): one cannot be pickled, or another fixture used
-    `monkeypatch`, whose patches exist only here."""
+    """The test's arguments as pytest set them up (`Calls`), and why the test must run as
+    a fork of pytest's process (None: all can be pickled and no fixture used `monkeypatch`)."""
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -325,8 +316,7 @@ def _fixtures(item: pytest.Function, fn: object
 
 
 def argument_named(item: pytest.Function, name: str) -> str:
-    """"parameter `typ` of parametrize" or "fixture `typ`" (indirect parameters
-    included)."""
+    """"parameter `typ` of parametrize" or "fixture `typ`"."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
     direct = not defs or getattr(defs[-1].func, "__name__", "") == "get_direct_param_fixture_func"
     callspec = getattr(item, "callspec", None)
@@ -353,16 +343,14 @@ def _copies(value: object) -> bool:
 
 
 def _function_scoped(item: pytest.Function, name: str) -> bool:
-    """Whether pytest sets the argument up for each test; wider-scoped ones are
-    shared by tests, and so by the calls."""
+    """Whether pytest sets the argument up per test (wider scopes are shared)."""
     info = getattr(item, "_fixtureinfo", None)
     defs = getattr(info, "name2fixturedefs", {}).get(name) or ()
     return not defs or getattr(defs[-1], "scope", "function") == "function"
 
 
 def _unused(item: pytest.Function, name: str, value: object) -> list[str]:
-    """Why a test whose `monkeypatch` another fixture used runs as a fork of pytest's
-    process: the patches exist only there (environment variables apart)."""
+    """Why a test whose fixtures used `monkeypatch` runs as a fork: the patches exist only here."""
     attrs = len(getattr(value, "_setattr", None) or ())
     items = sum(1 for d, _, _ in getattr(value, "_setitem", None) or () if d is not os.environ)
     if not isinstance(value, pytest.MonkeyPatch) or not (attrs or items):

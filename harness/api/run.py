@@ -79,14 +79,13 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 # A check takes at most this many budgets in all, reruns included; past it, `ambiguous`.
 OVERRUN = 4
-# A budgeted check's warm-up spends at most this share of its budget, so a marked test
-# costs its budget and no more.
+# A budgeted check's warm-up spends at most this share of its budget.
 WARMUP_SHARE = 0.2
 
 
 def bounded(asked: Mapping[str, object], seconds: float | None) -> Mapping[str, object]:
-    """A budgeted check's deadline, unless its settings set `timeout`: overrun x budget
-    plus two call timeouts, so a hung run ends `timeout` in minutes, not at the matrix's 20."""
+    """A budgeted check's deadline unless `timeout` is set: overrun x budget plus two
+    call timeouts, so a hung run ends in minutes."""
     overrun = asked.get("overrun")
     if seconds is None or "timeout" in asked or not isinstance(overrun, (int, float)):
         return asked
@@ -124,8 +123,8 @@ def _said(exc: SpecError) -> InputError:
 
 def whole_budget(settings: Mapping[str, object], iterations: int | None, save: object,
                  baseline: object) -> Mapping[str, object]:
-    """A run kept or compared for its step times measures its whole budget: a live
-    `ok` would stop it too early to compare (unless `min_iterations` or a length is set)."""
+    """A run kept or compared for step times measures its whole budget, not stopping at
+    a live `ok` (unless `min_iterations` or a length is set)."""
     if iterations is not None or "min_iterations" in settings or (
             save is None and baseline is None):
         return settings
@@ -155,8 +154,7 @@ class _Session:
     sweep: Sweep
 
     def measure(self) -> Measured:
-        """Run and decide the cell as a sweep does (`Sweep.run_cell`), writing its
-        result into the store."""
+        """Run and decide the cell as a sweep does, writing its result into the store."""
         s = self.cell.settings
         self.sweep.progress(f"{self.cell.id}: running (" + (
             f"{s.iterations} calls" if s.run_budget is None else
@@ -169,8 +167,7 @@ class _Session:
 
 
 def _hang_said(timeout: float) -> str:
-    """When a call that does not return ends a run, in words (the first call may
-    compile, so it gets longer)."""
+    """When a call that does not return ends a run, in words."""
     later, first = call_timeout(timeout), DEADLINE_SHARE * timeout
     return (f"a call that does not return in {later:g} s" + (
         f" (the first in {first:g} s)" if first > later else "")
@@ -330,9 +327,8 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
 def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
                budget: str | float | None, iterations: int | None,
                settings: Mapping[str, object]) -> None:
-    """Start now what the first check of each step would start: its interpreter and
-    warm server with each step's module imported. The pytest plugin calls it after collection,
-    so a suite's first marked test costs what its later ones do.
+    """Start now what the first check of each step would start (interpreter, warm server
+    with the steps' modules), so a suite's first marked test costs what later ones do.
 
     Raises:
         HarnessError: as a check of the first step would.
@@ -383,8 +379,7 @@ def _stderr(text: str) -> None:
 # A cell against a saved run of an earlier version of its code
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
                   saved_series: Series, label: str) -> CellResult:
-    """`measured` against the saved run `saved`, decided with the comparison;
-    nothing is written."""
+    """`measured` decided against the saved run `saved`; nothing is written."""
     return run_plan(ctx, against_row(ctx.cfg, cell, measured, saved_series, saved,
                                      saved_series, label))
 
@@ -409,8 +404,8 @@ MOST_OVER = 1.5
 
 def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None,
            wanted: int = 0) -> Cell:
-    """The where run (`attributed`) bounded by the check's budget, at `per_call` seconds a
-    call; ended at `deadline` wall seconds (None: the budget); `wanted` calls if more fit."""
+    """The where run bounded by the check's budget at `per_call` seconds a call, ended at
+    `deadline` (None: the budget); `wanted` calls where they fit."""
     s = cell.settings
     fit = int(budget / 2 / max(per_call * WHERE_SLOWER, 1e-9))
     calls = max(WHERE_LEAST, min(max(s.warmup + s.iterations, wanted), fit))
@@ -422,8 +417,7 @@ def within(cell: Cell, per_call: float, budget: float, deadline: float | None = 
 
 
 def pace(series: Series | None) -> float:
-    """The measured run's wall seconds per second of its own: 1 if quiet or unknown, at
-    most WHERE_PACE_MAX."""
+    """The measured run's wall seconds per own second: 1 if unknown, WHERE_PACE_MAX at most."""
     took = host_took(series) if series is not None else None
     if took is None or took[1] <= 0:
         return 1.0
@@ -488,8 +482,7 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
     most = MOST_OVER * heap.slope if heap is not None and heap.slope > 0 else math.inf
 
     def keep(key: str, rate: float) -> bool:
-        # the test's own lines (a worker's task's), not one-time reads, not above the
-        # leak's own rate
+        # the test's own lines, not one-time reads, not above the leak's own rate
         own = not key.startswith("<") if workers else key.startswith(f"{name}:")
         return own and not one_time(key) and rate <= most
 

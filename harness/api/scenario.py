@@ -21,9 +21,7 @@ KWARGS = "kwargs.pkl"
 
 
 class PerCall(Protocol):
-    """Keyword arguments made again for every call (`harness.pytestcall.Calls`): in the
-    child, `start()` sets the first call's `kwargs`, `next()` the next call's, `close()`
-    tears down."""
+    """Keyword arguments made again for every call (`harness.pytestcall.Calls`)."""
 
     @property
     def names(self) -> tuple[str, ...]: ...
@@ -91,8 +89,7 @@ def _not_async(fn: object, role: str, shown: str) -> None:
 
 
 def unreachable(fn: object) -> str | None:
-    """Why the child process cannot import `fn` by name (a lambda, a closure, a method,
-    a function of __main__), or None."""
+    """Why the child cannot import `fn` by name (lambda, closure, method, __main__), or None."""
     try:
         _target(fn, "step")
     except InputError as exc:
@@ -105,8 +102,7 @@ def _unwrapped(fn: object) -> object:
 
 
 def _import_root(module: str, file: str) -> str | None:
-    """The directory from which `module` imports as `file` (`a.b` in /x/a/b.py or
-    /x/a/b/__init__.py: /x); None where the file's path does not spell the name."""
+    """The directory from which `module` imports as `file`, or None."""
     path = Path(file)
     path = path.parent if path.stem == "__init__" else path.with_suffix("")
     for part in reversed(module.split(".")):
@@ -182,8 +178,7 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
     return ("    return _setup(params)" if takes else "    return _setup()"), "    _step(state)"
 
 
-# Both scenario files end alike: setup(params) and step(state) calling the user's, and
-# teardown(state) closing the arguments made for every call (`_TEARDOWN`).
+# Both scenario files end alike: setup, step, and teardown for per-call arguments.
 _CALLS = '''
 import warnings as _warnings
 
@@ -266,8 +261,7 @@ def _paths(*first: str | None, parent: bool = True) -> list[str]:
 
 def scenario_text(step: Callable[..., object], setup: Callable[..., object] | None,
                   kwargs: Mapping[str, object] | PerCall | None) -> str:
-    """The scenario file's text: setup(params) and step(state) calling the user's (and,
-    for arguments made for every call, teardown(state) closing them)."""
+    """The scenario file's text: setup(params), step(state) and, if needed, teardown."""
     s = _target(step, "step")
     u = _target(setup, "setup") if setup is not None else None
     setup_body, step_body = _calls(step, setup, kwargs)
@@ -324,8 +318,7 @@ def scenario_here(step: Callable[..., object], setup: Callable[..., object] | No
 
 
 def _per_call(kwargs: PerCall) -> str:
-    """The line that loads the per-call arguments' class from this harness's file: the
-    child's path may find another installed harness first."""
+    """The line importing the per-call class from this harness's file, not another install."""
     c = _target(type(kwargs), "kwargs")
     return ("\n# the class of the arguments made for every call\n"
             f"_load{(c.module, c.qualname, c.file)!r}")

@@ -57,9 +57,8 @@ def render_text(reporter: Renderer) -> str:
 
 
 def write_all(store: RunStore, report: Report) -> list[Path]:
-    """results.json, report.md, report.html and junit.xml into the store, atomically;
-    above `html.INLINE_CELLS` cells, each cell's plots on its own page (rewritten only where
-    the cell changed).
+    """Write results.json, report.md, report.html and junit.xml atomically, and past
+    `html.INLINE_CELLS` the changed cells' own pages.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -99,9 +98,8 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
 
 def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str]]
                ) -> Path:
-    """Write `text` (or the parts it makes) as `name` into the store, unless the file
-    already holds it: current reports change no byte and no timestamp (an older directory's
-    results.json time is when it ran).
+    """Write `text` (or its parts) as `name` unless the file already holds it, so a
+    current report changes no byte and no timestamp.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -116,9 +114,8 @@ def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str
 
 def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, int]],
              head: dict[str, JSON]) -> Path:
-    """Write results.index for the results.json just written (`placed`: its cells'
-    lines), for each cell whose result.json the report holds as read or written and whose
-    line says all that file says.
+    """Write results.index for the results.json just written (`placed`: its lines), for
+    cells whose result.json the report holds unchanged and whose line says all of it.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -138,15 +135,13 @@ def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, 
 
 
 def results_text(data: dict[str, JSON]) -> str:
-    """results.json's text: one line, keys sorted, but cells last, so its name and
-    meta read from the start (`store.results.load_json_keys`)."""
+    """results.json's text: one line, keys sorted, cells last (`load_json_keys`)."""
     return "".join(results_parts(data))
 
 
 def results_parts(data: dict[str, JSON], cells: Iterable[str] | None = None
                   ) -> Iterator[str]:
-    """`results_text` in parts; `cells`: the cells' object as text parts
-    (`Report.cells_parts`), else `data`'s "cells"."""
+    """`results_text` in parts; `cells`: the cells' object as parts, else `data`'s."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
     if cells is None and "cells" not in data:

@@ -27,11 +27,10 @@ class ConsoleReporter(Reporter):
                details: bool = False) -> None:
         """The table and the answers.
 
-        On a terminal (or with `width`, or `COLUMNS` when piped) everything fits the width: the
-        table where full words fit (transposed with too many images), else a grid of one token
-        per cell (`harness.report.grid`) with the answers grouped and full words only for bad,
-        suspected and undecided cells (all with `details`). Elsewhere one plain line per row, for
-        logs and grep. Colour only on a terminal and never with NO_COLOR."""
+        Where a width is known (terminal, `width`, `COLUMNS`) everything fits it: the table where
+        full words fit, else a grid of tokens (`harness.report.grid`) with answers grouped and full
+        words only for cells that need them. Elsewhere one plain line per row, for logs and grep.
+        Colour only on a terminal and never with NO_COLOR."""
         if colour is None:
             colour = out.isatty() and not os.environ.get("NO_COLOR")
         width = console_width(out, width)
@@ -96,8 +95,7 @@ class ConsoleReporter(Reporter):
                 say(f"\nwhere, {row.row}: {self.report.stale_where[row.row]}")
 
     def _answers(self, out: TextIO, width: int, details: bool) -> None:
-        """Below the grid: the rows' answers grouped, then up to DETAILS cells
-        in full words (first bads, suspected, undecided, other bad; every cell with `details`)."""
+        """Below the grid: the answers grouped, then up to DETAILS cells in words."""
         r = self.report
         if not self._runs:      # the runs said each answer already
             out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
@@ -127,8 +125,7 @@ class ConsoleReporter(Reporter):
                 f"... {len(said) - len(shown)} more: --details, or report.md", width, "  ")))
 
     def render_where(self, out: TextIO, cells: list[str]) -> None:
-        """`harness explain`'s answer: per explained cell, the diff with its
-        paired cell (else its own run), the notes, and what the paired run showed."""
+        """`harness explain`'s answer per explained cell: the diff and notes."""
         r = self.report
         for cid in cells:
             ex = r.explained.get(cid)
@@ -150,8 +147,7 @@ class ConsoleReporter(Reporter):
             out.write("\n")
 
     def _fitted(self, out: TextIO, width: int, colour: bool) -> bool:
-        """The table where full words fit (images across, else down); else the
-        grid. Returns True when it drew the grid."""
+        """The table where full words fit, else the grid; True for the grid."""
         if self.report.large:    # a block per answer, each pattern of rows a line
             grid = Grid(self.report.images, self.report.rows, self.report.results, width,
                         colour)

@@ -19,8 +19,7 @@ from harness.report.model import Report
 
 
 def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
-    """The table where full words fit (images across, else down); else the grid.
-    Returns True when it drew the grid."""
+    """The table where full words fit, else the grid; True when it drew the grid."""
     console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
                       highlight=False, emoji=False)
     header, body = report.table()
@@ -97,9 +96,8 @@ def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
 
 
 def two_lines(text: str, keep_units: bool = True) -> int:
-    """The narrowest column that holds `text` in two lines, broken between words and
-    (`keep_units`) not between a figure and its unit where up to `KEEP_UNIT` columns wider
-    keeps them together."""
+    """The narrowest column that holds `text` in two lines, keeping a figure beside its
+    unit (`keep_units`) where up to `KEEP_UNIT` columns wider does."""
     longest = max((len(w) for w in text.split()), default=0)
     narrowest = next((w for w in range(max(longest, (len(text) + 1) // 2), len(text) + 1)
                       if len(textwrap.wrap(text, w)) <= 2), len(text))
@@ -112,17 +110,15 @@ def two_lines(text: str, keep_units: bool = True) -> int:
 
 
 def parted(text: str, width: int) -> bool:
-    """Whether `text` wrapped at `width` ends a line with a figure and begins the next
-    with its unit ("13.4" / "µs/call")."""
+    """Whether `text` wrapped at `width` splits a figure from its unit ("13.4" / "µs/call")."""
     lines = textwrap.wrap(text, width, break_on_hyphens=False)
     return any(FIGURE_END.search(a) and UNIT_START.match(b)
                for a, b in itertools.pairwise(lines))
 
 
 def unit_widths(columns: list[list[str]], room: int, least: list[int]) -> list[int] | None:
-    """Widths for columns of texts, at most `room` in all, where no text parts a
-    figure from its unit: each as wide as its longest text where all fit; else an even share,
-    a column needing more paid by the others' slack. None where no widths do."""
+    """Column widths, at most `room` in all, where no text splits a figure from its
+    unit; None where no widths do."""
     natural = [max(map(len, texts)) for texts in columns]
     if sum(natural) <= room:
         return natural

@@ -57,8 +57,7 @@ def figure(value: float) -> str:
 
 
 def token(verdict: str, res: CellResult | None) -> str:
-    """One cell as its symbol and figure (`Kind.figure`), with `CPU_MARK` where a GPU cell
-    ran on the CPU."""
+    """One cell as its symbol and figure, with `CPU_MARK` where a GPU cell ran on the CPU."""
     marked = res is not None and ran_on_cpu(res)
     return _token(verdict, res) + (CPU_MARK if marked else "")
 
@@ -101,8 +100,7 @@ def verdict_of(row: RowAnswer, results: dict[str, CellResult]
 
 
 def wrap(text: str, width: int, indent: str = "", more: str = "  ") -> list[str]:
-    """`text`'s lines wrapped at `width` on spaces (a longer word is broken at a slash
-    where it can be); continuation lines indented by `more` beyond `indent`."""
+    """`text` wrapped at `width` (long words broken at slashes), continuations indented."""
     out: list[str] = []
     for line in text.split("\n"):
         lead = line[: len(line) - len(line.lstrip(" "))]
@@ -118,8 +116,7 @@ def wrap(text: str, width: int, indent: str = "", more: str = "  ") -> list[str]
 
 
 def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
-    """Items on lines of at most `width`, `gap` apart, never split unless longer than a
-    line."""
+    """Items on lines of at most `width`, `gap` apart, split only if longer than a line."""
     out: list[str] = []
     line = ""
     for item in items:
@@ -141,8 +138,7 @@ def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
 
 
 def console_width(out: TextIO, width: int | None = None) -> int | None:
-    """The width the console writes at: `width` (--width), else the terminal's,
-    else `COLUMNS` when piped; None when piped without it."""
+    """The console's width: --width, the terminal's, or `COLUMNS`; None when piped."""
     if width is None and out.isatty():
         width = shutil.get_terminal_size((100, 24)).columns
     elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
@@ -255,8 +251,7 @@ class Grid:
         return f"figures: {'; '.join(said)}" if said else ""
 
     def _blocks(self, widths: list[int], name_w: int) -> list[tuple[int, int]]:
-        """(start, stop) of each block of images that fits the width: as few blocks as
-        fit, of even size where possible."""
+        """(start, stop) of each block of images that fits: as few, as even, as fit."""
         greedy = list(self._greedy(widths, name_w))
         size = -(-len(widths) // len(greedy))
         even = [(k, min(k + size, len(widths))) for k in range(0, len(widths), size)]
@@ -302,8 +297,7 @@ def _fit(name: str, width: int) -> str:
 
 def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
                 named: bool = False) -> list[str]:
-    """Rows with the same answer said once ("38 rows: first bad: 22.03 (last good:
-    22.02)") with the images' differences, then each other answer with its rows named."""
+    """Rows with the same answer said once, with the images' differences, rows named."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
@@ -329,9 +323,8 @@ def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
 
 def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult],
          width: int) -> list[str]:
-    """The grid of a sweep too large for a screen, a block per answer (grouped as in
-    `conclusions`): the answer and what changed, then each pattern of rows as runs of images
-    of one verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33")."""
+    """The grid of a sweep too large for a screen: a block per answer, each pattern of rows
+    as runs of images of one verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33")."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
@@ -364,8 +357,7 @@ def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult
 
 def _spans(row: RowAnswer, images: list[str], results: dict[str, CellResult]
            ) -> tuple[tuple[tuple[str, int, int, bool], ...], list[set[str]]]:
-    """The row's runs of images of one verdict, (verdict, first, last, is the first bad),
-    and each run's tokens."""
+    """The row's runs of one verdict (verdict, first, last, is first bad) and their tokens."""
     said = verdict_of(row, results)
     spans: list[tuple[str, int, int, bool]] = []
     tokens: list[set[str]] = []

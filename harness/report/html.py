@@ -138,8 +138,7 @@ def meta_items(meta: Mapping[str, JSON]) -> list[tuple[str, str]]:
 
 @functools.cache
 def environment() -> Environment:
-    """The template environment: package data, autoescape on, undefined names fail.
-    Cached, so each template is compiled once a process."""
+    """The template environment (autoescape on, undefined names fail), built once a process."""
     return Environment(loader=PackageLoader("harness.report", "templates"),
                        autoescape=select_autoescape(default=True, default_for_string=True),
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -188,9 +187,8 @@ def kind_css() -> Markup:
 class HtmlReporter(Reporter):
     """report.html from a Report (with `root` set, to plot each cell's samples).
 
-    Up to INLINE_CELLS cells, one page with every cell's plots; above it, report.html is the
-    overview and each cell's plots are on cells/<id>/cell.html (`write_cells`), so the page
-    stays small."""
+    Above INLINE_CELLS cells, report.html is the overview and each cell's plots go on their own
+    page (`write_cells`), so the page stays small."""
 
     @property
     def inline(self) -> bool:
@@ -198,14 +196,11 @@ class HtmlReporter(Reporter):
 
     @property
     def every_cell(self) -> bool:
-        """Whether every cell has its own page and its words on report.html: up to
-        `model.LARGE` cells. Above, the page leads with each row's first bad and only the cells a
-        reader is led to get a page, to keep writing and the page small."""
+        """Whether every cell gets a page and its words (up to `model.LARGE`)."""
         return not self.report.large
 
     def paged(self) -> set[str]:
-        """The cells with a page of their own: all, or above `model.LARGE` cells each
-        row's first bad and last good and every cell in doubt."""
+        """The cells with a page: all, or past `model.LARGE` only those a reader is led to."""
         r = self.report
         if self.every_cell:
             return set(r.results)
@@ -251,9 +246,8 @@ class HtmlReporter(Reporter):
 
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
-        """Each cell's view with its plots, a row at a time (series read once, on the
-        row's scales, baseline overlaid); `only` limits which cells. Above `model.LARGE` cells the
-        scales come from the row's paged cells and their baselines only, to read fewer samples."""
+        """Each cell's view with its plots, a row at a time on the row's scales;
+        `only` limits which cells."""
         r = self.report
         views: dict[str, CellView] = {}
         paged = None if self.every_cell else self.paged()
@@ -290,9 +284,7 @@ class HtmlReporter(Reporter):
         return views
 
     def write_cells(self, root: Path) -> list[Path]:
-        """Write cells/<id>/cell.html where missing or older than the cell's files.
-
-        A row's series are read once and let go before the next row's. Returns the pages written."""
+        """Write the stale or missing cells/<id>/cell.html pages; returns them."""
         if self.inline:
             return []
         r = self.report
@@ -339,8 +331,7 @@ def leads(grid: Grid) -> list[tuple[str, list[Lead]]]:
 
 
 def _write_page(path: Path, text: str) -> None:
-    """Write a cell page whole or not at all (renamed into place), without fsync: a
-    page is remade from the cell whenever missing.
+    """Write a cell page whole or not at all, without fsync: it is remade whenever missing.
 
     Raises:
         StoreError: the cell's directory cannot be written.
@@ -370,8 +361,7 @@ def _stale(cell_dir: Path) -> bool:
 
 
 def bad_rows_first(grid: Grid) -> Grid:
-    """The rows' sections: those with a bad cell first, then the clean ones, each in
-    table order, so the answer is on the first screen."""
+    """The rows' sections, those with a bad cell first, so the answer leads."""
     def bad(row: RowAnswer, tiles: list[Tile]) -> bool:
         return bool(row.first_bad or row.scenario_error) or any(
             t.verdict in LOOKS and LOOKS[t.verdict].css == "bad" for t in tiles)
@@ -399,10 +389,10 @@ def measured(series: Series, key: str) -> list[float]:
 
 def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                 span: float | None = None, fitted: bool = True) -> Markup:
-    """Bytes of one source against iteration, every phase, with the fitted slope.
+    """Bytes of one source against iteration with the fitted slope.
 
-    With `span`, the y axis is that many bytes tall (the row's largest range of this source),
-    so drifts and leaks in one row compare by eye. The slope is printed large either way."""
+    With `span`, the y axis is that many bytes tall (the row's largest range), so one row's
+    cells compare by eye; the slope is printed large either way."""
     pairs = sorted((float(s["i"]), float(s[key])) for s in series.samples
                    if s.get(key) is not None)
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -451,8 +441,7 @@ def step_points(series: Series) -> tuple[list[float], list[float]]:
 def step_plot(series: Series, steps: StepTrend | None,
               y_range: tuple[float, float] | None = None,
               baseline: tuple[str, Series] | None = None) -> Markup:
-    """Seconds per step against iteration, warm-up shaded but not scaling the axis; the
-    row's baseline overlaid (dashed grey) where the cell is compared."""
+    """Seconds per step against iteration, the row's baseline overlaid where compared."""
     xs, ys = step_points(series)
     lines = [Line(xs, ys, COLOURS["step"], "this image")]
     if baseline is not None:
@@ -466,8 +455,7 @@ def step_plot(series: Series, steps: StepTrend | None,
     times = step_times(series.samples)
     headline = ""
     if times:
-        # The trace is timed under the quiet heap's allocator, the tables' figure is the
-        # user's: say which.
+        # The trace is timed under the quiet heap, the tables' figure is the user's: say which.
         quiet = series.as_user() is not None and (series.header or {}).get(
             "heap_mode") == "quiet"
         headline = (f"{'quiet-heap ' if quiet else ''}median "
@@ -503,8 +491,7 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
 
 
 def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
-    """The memory sources with data in the measured phase; no cgroup panel for a cell
-    without a cgroup of its own (the local runtime)."""
+    """The memory sources with measured data; cgroup only where the cell had its own."""
     return [(key, name) for key, name in TREND_NAMES.items()
             if len(measured(series, key)) >= MIN_POINTS
             and not (name == "cgroup" and not own_cgroup(runtime))]
@@ -527,8 +514,8 @@ class Point:
 
 
 def step_point(res: CellResult) -> Point | None:
-    """Step time per call: the user's median, banded by the early and late medians. Those
-    are measured under the quiet heap's allocator, so they are scaled to the user's terms."""
+    """Step time per call: the user's median, banded by early and late medians scaled
+    to the user's terms (they are measured under the quiet heap)."""
     s = res.summary
     median = s.median_step_s
     if median is None:
@@ -542,8 +529,7 @@ def step_point(res: CellResult) -> Point | None:
 
 
 def memory_point(res: CellResult) -> Point | None:
-    """Memory growth per call (KiB) of the deciding source, else heap, USS, RSS, with
-    the slope's confidence interval."""
+    """Growth per call (KiB) of the deciding source, else heap, USS, RSS, with its CI."""
     order = [res.deciding_source, "heap", "uss", "rss"]
     source = next((s for s in order if s is not None and s in res.memory), None)
     if source is None:
@@ -561,8 +547,7 @@ def in_kib(value: float) -> str:
 
 
 def growth_label(value: float, places: int = 2) -> str:
-    """A growth per call (in KiB) on a chart, in bytes below 1 KiB so a clean row's axis
-    does not read "+0.00 KiB" at both ends."""
+    """A growth per call (KiB) as a chart label, in bytes below 1 KiB."""
     if abs(value) < 1:
         return f"{kib(value * 1024 * 1024, max(places - 1, 1))} B"
     return f"{kib(value * 1024, places)} KiB"
@@ -581,9 +566,8 @@ def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
 
 def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
           first_bad: int | None, say: Callable[[float], str], zero: bool = False) -> Markup:
-    """One row's trend: a point per image (coloured by verdict) with its interval as a
-    bar, joined in release order; the first bad image marked red. `zero`: the axis starts at
-    0, so heights compare as ratios."""
+    """One row's trend: a point per image with its interval, in release order, the
+    first bad marked red. `zero`: the axis starts at 0, so heights compare as ratios."""
     known = [p for p in points if p is not None]
     if not known:
         return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
@@ -655,8 +639,7 @@ def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None
 
 def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellResult]
                ) -> list[Markup]:
-    """The row's two trends across every image of the report: step time per call and
-    memory growth per call."""
+    """The row's two trends across the report's images: step time and memory growth."""
     by_image = {label: results.get(cid) for label, _, cid in row.cells}
     first = images.index(row.first_bad) if row.first_bad in images else None
     cells = [by_image.get(img) for img in images]
@@ -712,8 +695,7 @@ def reduce(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_POINTS
 
 
 def human(value: float, unit: str, span: float = 0.0) -> str:
-    """A tick label: bytes as KiB/MiB/GiB, seconds as ms/us, with enough decimals that
-    ticks `span` apart read differently."""
+    """A tick label in KiB/MiB/GiB or ms/us, precise enough that ticks `span` apart differ."""
     scales = {"B": (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0)),
               "s": (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))}.get(unit)
     if scales is None:
@@ -726,9 +708,8 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
 
 def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
                  ) -> tuple[float, float]:
-    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread (never
-    below 0 for non-negative values), so a warm-up step or a few spikes do not flatten the
-    plot; what is left out is counted on the chart."""
+    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread, so a few
+    spikes do not flatten the plot; what is left out is counted on the chart."""
     if not ys:
         return 0.0, 1.0
     v = sorted(ys)
@@ -762,8 +743,8 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
           headline: str = "") -> Markup:
     """One chart: the lines against iteration, warm-up shaded, fitted slope dashed.
 
-    `y_range` fixes the y axis (shared across a row); points outside it are drawn at the edge
-    and counted in a note. `headline` (the slope) is printed large, to compare across scales."""
+    `y_range` fixes the y axis (points outside it are drawn at the edge and counted);
+    `headline` (the slope) is printed large, to compare across scales."""
     points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
     if not points:
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
@@ -778,8 +759,7 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
 
 def axes(points: Sequence[tuple[float, float]], y_range: tuple[float, float] | None,
          fit: Fit | None) -> Axes:
-    """The ranges: x from 0 to the last point; y as `y_range` fixes it, else the points'
-    and the fitted line's, padded 5 %."""
+    """The ranges: x from 0, y as `y_range` fixes it, else the data and fit padded 5 %."""
     x_lo = min(0.0, min(p[0] for p in points))
     x_hi = max(p[0] for p in points)
     if y_range is not None:

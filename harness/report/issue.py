@@ -170,17 +170,15 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
 
 def timed(bad: Result) -> bool:
-    """Whether the first bad cell's finding is about time (a slowdown, a regression, a
-    leak whose steps slowed too, or rounds confirmed slower): only then do step-time ratios
-    belong in its issue, where an unconfirmed one would read as a finding."""
+    """Whether the first bad cell's finding is about time: only then do step-time ratios
+    belong in its issue."""
     return (bad.verdict in TIMED or also_slowed(bad) is not None
             or also_slower(bad) is not None)
 
 
 def cause_section(r: Report, row: str) -> str:
-    """`## Cause`: what `--find-cause` and `harness culprit` answered for the row,
-    quoted, each only while its cells are the row's (a stale one is said, with the command
-    that finds it again); empty where neither ran."""
+    """`## Cause`: the row's `--find-cause` and `harness culprit` answers, quoted, each
+    only while still current (a stale one is said); empty where neither ran."""
     cause, culprit = r.causes.get(row), r.culprits.get(row)
     if cause is None and culprit is None:
         return ""
@@ -308,9 +306,8 @@ class IssueReporter(Reporter):
 
 
 def exact_pins(res: Result) -> tuple[str, ...]:
-    """A `pip:` image's environment as `name==X.Y.Z` pins: what its cell found
-    installed (less a venv's own installers), else its day's resolved pins, else its
-    requirement list. Empty for an image not built from a `pip:` list."""
+    """A `pip:` image's environment as `name==X.Y.Z` pins: as installed, else its day's
+    resolved pins, else its requirements. Empty for other images."""
     if not res.image.pip:
         return ()
     resolved = res.image.labels.get("pins", "").split()
@@ -331,8 +328,7 @@ def interpreter(res: Result) -> str:
 
 
 def as_of_words(res: Result) -> str | None:
-    """"2025-07-15 (00:00 UTC), resolved by `uv pip compile --exclude-newer ...`" for a
-    dated image; None for any other. Older cells without kept flags say uv's and pip's."""
+    """"2025-07-15 (00:00 UTC), resolved by `uv pip compile ...`" for a dated image, else None."""
     labels = res.image.labels
     day = labels.get("as_of")
     if not day:
@@ -344,8 +340,7 @@ def as_of_words(res: Result) -> str | None:
 
 
 def environment_lines(good: Result | None, bad: Result) -> list[str]:
-    """Each side's environment exactly: image, requirements, day and resolver flags,
-    Python, and the pins its cell found installed."""
+    """Each side's environment exactly: image, requirements, day, Python, pins."""
     cells = [(f"last good ({md(good.image.label)})", good)] if good is not None else []
     cells.append((f"first bad ({md(bad.image.label)})", bad))
     lines = ["| | " + " | ".join(h for h, _ in cells) + " |",
@@ -374,9 +369,8 @@ def environment_lines(good: Result | None, bad: Result) -> list[str]:
 
 
 def run_length(settings: Mapping[str, JSON]) -> dict[str, JSON]:
-    """The matrix keys of a run's length as it was made: `budget` (and a non-default
-    `max_iterations`) for an early-stop run, else `iterations`; with `warmup` and
-    `sample_every`. A budgeted run's `iterations` is left out: beside `budget` it is refused."""
+    """The matrix keys of the run's length as made: `budget` (early stop) or
+    `iterations`, with `warmup` and `sample_every` (never `iterations` beside `budget`)."""
     early = isinstance(settings.get("max_iterations"), int)
     keys = ("max_iterations", "warmup", "sample_every") if early else (
         "iterations", "warmup", "sample_every")
@@ -399,8 +393,7 @@ def calls_made(res: Result) -> int | None:
 
 
 def run_words(res: Result) -> str:
-    """The run as it was made, e.g. "a 5 s time budget (554 calls) after 200 warm-up
-    calls" or "2000 iterations after 200 warm-up"."""
+    """The run as made, e.g. "a 5 s time budget (554 calls) after 200 warm-up calls"."""
     settings = res.settings
     made = calls_made(res)
     warm = f" after {settings.get('warmup', '?')} warm-up"
@@ -416,9 +409,8 @@ def run_words(res: Result) -> str:
 
 
 def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
-    """A matrix that runs the scenario on both environments as they were, for as
-    long: `pip:` images pinned exactly (no `as_of:`, which would resolve anew), a container
-    image by its digest where known, a local interpreter by name."""
+    """A matrix running the scenario on both environments as they were, as long: `pip:`
+    images pinned exactly, containers by digest, a local interpreter by name."""
     def image(name: str, c: Result) -> object:
         pins = exact_pins(c)
         if pins:
@@ -445,10 +437,8 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
 
 def reproducer(bad: Result, script: str, good: Result | None, *, time: bool = False,
                memory: bool = True) -> str:
-    """A stand-alone reproduction without harness: the first bad image's exact pins (or
-    image) and a loop over the scenario as long as the cell's run, printing the verdict's
-    quantity: the median step time per tenth of the calls (time), or max RSS every 100 calls
-    (memory)."""
+    """A stand-alone reproduction without harness: the first bad image's pins and a loop
+    over the scenario as long as the cell's run, printing the verdict's quantity."""
     name = script.rsplit("/", 1)[-1] or "scenario.py"
     asked = bad.settings.get("iterations", 1000)
     calls = calls_made(bad) or (asked if isinstance(asked, int) else 1000)

@@ -39,8 +39,7 @@ def no_colour() -> bool:
 
 def last_iteration(path: Path, chunk: int = 8192
                    ) -> tuple[int, str, float | None] | None:
-    """(iterations done, phase, the phase's own seconds where a step sample says
-    them) from samples.jsonl's last complete line."""
+    """(iterations, phase, the phase's own seconds) from samples.jsonl's last line."""
     record = last_sample(path, chunk)
     if record is None:
         return None
@@ -50,8 +49,7 @@ def last_iteration(path: Path, chunk: int = 8192
 
 
 def budget_count(done: int, spent: float, cell: float | None, budget: float) -> str:
-    """A budgeted cell's count: calls and budget seconds spent; both clocks where
-    other work stretched the wall clock (the agent's `cell_s`)."""
+    """A budgeted cell's calls and budget seconds spent, both clocks where they differ."""
     if cell is None or not host_busy(spent, cell):
         return f"{done:,} calls, {spent:.1f}/{budget:g} s"
     return (f"{done:,} calls, {cell:.1f}/{budget:g} s of the cell's time "
@@ -107,8 +105,7 @@ class LiveProgress:
                 self.prepare_t.setdefault(key, time.monotonic())
                 self.live.update(self._view(), refresh=True)
                 return
-            # Wrapped within the width, so rich redraws the live region below it, not
-            # over its wrapped tail.
+            # Wrapped within the width, so rich redraws the live region below it.
             self.console.print("\n".join(wrap(f"harness: {text}", self.console.width)),
                                markup=False, highlight=False)
 
@@ -128,8 +125,7 @@ class LiveProgress:
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view(), refresh=True)
             elif event in ("done", "ended") and cell.id in self.tasks:
-                # a cell done before a poll still ends its image's preparing line; one
-                # whose image was never built ends it without a word of a build
+                # a cell done before a poll still ends its image's preparing line
                 self._prepared(cell.id, time.monotonic(), event == "done")
                 task, _ = self.tasks.pop(cell.id)
                 for kept in (self.budgets, self.measuring, self.totals, self.cell_s):
@@ -172,8 +168,7 @@ class LiveProgress:
         self.bars.update(task, completed=completed, rate=rate, count=count)
 
     def _prepared(self, cid: str, now: float, built: bool = True) -> None:
-        """The cell's image is ready: its preparing line gives way to one saying
-        how long the build took (`built`; else none)."""
+        """The cell's image is ready: its preparing line says how long the build took."""
         for key in self.images.pop(cid, ()):
             text = self.preparing.pop(key, None)
             started = self.prepare_t.pop(key, None)

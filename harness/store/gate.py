@@ -33,8 +33,7 @@ LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations", "budget")
 
 @dataclass(frozen=True)
 class RunDir:
-    """What a results directory holds: readable cell results, the cells whose
-    result.json cannot be read (with why), and the sweep's plan where it was kept."""
+    """What a results directory holds: readable results, unreadable cells (why), the plan."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
@@ -50,8 +49,8 @@ class RunDir:
 
 @dataclass(frozen=True)
 class Gated(RunDir):
-    """A run's cells as the gate reads them: `results` the current ones only; `stale`
-    those whose inputs changed (id -> what), kept in `was`; `unreadable` and the missing."""
+    """A run's cells as the gate reads them: `results` current only; `stale` (id -> what
+    changed, kept in `was`); `unreadable`; and the missing."""
 
     stale: dict[str, str] = dataclasses.field(default_factory=dict)
     was: dict[str, CellResult] = dataclasses.field(default_factory=dict)
@@ -72,8 +71,7 @@ class Gated(RunDir):
 
     @property
     def gaps(self) -> dict[str, str]:
-        """Every planned cell that is not current, with why: shown as a gap, never a
-        finding (a stale cell's why starts "stale:")."""
+        """Every planned cell not current, with why: a gap, never a finding."""
         out = {cid: f"stale: {why}; `{self.refresh}` runs it again"
                for cid, why in self.stale.items()}
         out.update(self.unreadable)
@@ -102,8 +100,7 @@ class Gated(RunDir):
 
 
 def read_run(root: Path) -> RunDir:
-    """Everything on disk `harness report` needs to tell a whole answer from a partial
-    one (unchecked against the matrix: `gate` checks).
+    """Everything on disk `harness report` needs, unchecked against the matrix (`gate`).
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape (names the file and key).
@@ -138,10 +135,8 @@ def gate(root: Path, given: Path | None = None,
          matrix: Matrix | None = None) -> Gated:
     """Each of the run's cells as it stands now.
 
-    `given`: the matrix file to check against (--matrix), else the run's copy with its
-    scenarios beside the original. `runtime`: the runtime each cell would run on now;
-    without it a cell is checked against what it ran on, and a result without run keys
-    reads as current.
+    `given`: the matrix file to check against, else the run's copy. `runtime`: the runtime a
+    cell would run on now; without it, what it ran on (results without run keys read current).
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape; a `given` matrix that does
@@ -185,8 +180,8 @@ def gate(root: Path, given: Path | None = None,
 
 
 def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str | None:
-    """Why a recorded result does not answer for `cell` on `runtime` now (which
-    part of its run key differs, in words), or None: the one reuse check of every command."""
+    """Why a recorded result does not answer for `cell` on `runtime` now (which part
+    of its run key differs), or None: the one reuse check of every command."""
     if result is None:
         return "not run"
     return why_changed(result.key, key_of(cell, runtime))
@@ -194,10 +189,8 @@ def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str 
 
 def read_gated(root: Path, given: Path | None = None, as_run: bool = False
                ) -> tuple[Gated, Matrix | None]:
-    """The run's cells through the gate, and the matrix they were checked against
-    (None where not found: `Gated.unchecked` says why, cells read as recorded). `as_run`:
-    against the matrix as the run recorded it, so `harness compare` sets runs side by side as
-    they ran.
+    """The run's cells through the gate, and the matrix checked against (None where not
+    found: `Gated.unchecked` says so). `as_run`: the matrix as the run recorded it.
 
     Raises:
         InputError: a --matrix that does not read; a result.json or plan.json of the wrong
@@ -222,8 +215,7 @@ def _gated(found: RunDir, readable: dict[str, CellResult], stale: dict[str, str]
 
 
 def as_recorded(cell: Cell, result: CellResult) -> Cell:
-    """The cell with the run's length as its result records it: a sweep's
-    --iterations or --warmup is how it was asked, not a changed setting."""
+    """The cell with the run's length as recorded: --iterations is no changed setting."""
     recorded = {k: result.settings.get(k) for k in LENGTHS}
     s = cell.settings
     now: dict[str, object] = {"iterations": s.iterations, "warmup": s.warmup,
@@ -241,9 +233,8 @@ def as_recorded(cell: Cell, result: CellResult) -> Cell:
 
 
 def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) -> Matrix:
-    """The matrix the run's cells are judged against now: `given`, else the file the run
-    was swept from as it reads now, so an edit since makes the changed cells stale for every
-    reader. `as_run`: the run's own copy (matrix.yaml) instead.
+    """The matrix the cells are judged against: `given`, else the file the run was swept
+    from as it reads now (edits make cells stale); `as_run`: the run's own copy.
 
     Raises:
         InputError: neither can be found.
@@ -265,8 +256,7 @@ def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) 
 
 
 def refresh_line(root: Path, matrix: Matrix) -> str:
-    """The command that reruns a run's changed cells in place: a sweep is resumed; a
-    re-decided copy is swept anew."""
+    """The command that reruns a run's changed cells (resume, or a new sweep)."""
     if kind_of(root) == SWEEP:
         return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
     return sweep_again(root)     # a new run beside it, where its reader finds it
@@ -283,8 +273,7 @@ def rerun_line(root: Path) -> str:
 
 def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
               ) -> tuple[Planned, ...]:
-    """A resumed run's plan: the cells it runs now plus those its plan had that the
-    matrix still has (a `-k` of another subset stays in its report)."""
+    """A resumed run's plan: the cells it runs now plus its old ones the matrix still has."""
     try:
         before = decode(Plan, load_json(root / PLAN_FILE), "plan", parsed=True).cells
     except DecodeError:
@@ -295,8 +284,7 @@ def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
 
 
 def planned_by_results(root: Path) -> tuple[Planned, ...]:
-    """The cells an older sweep's results.json lists (written at its end, so a
-    cell it has and the directory lacks was deleted or cut short)."""
+    """The cells an older sweep's results.json lists (written at its end)."""
     data = load_json(root / "results.json")
     cells = data.get("cells") if isinstance(data, dict) else None
     out: list[Planned] = []
@@ -312,8 +300,7 @@ def planned_by_results(root: Path) -> tuple[Planned, ...]:
 
 
 def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
-    """Every cell of the directory's copy of its matrix (an interrupted older
-    sweep left no other list); none when the copy does not read."""
+    """Every cell of the directory's matrix copy; none when it does not read."""
     path = root / "matrix.yaml"
     try:
         matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)

@@ -64,8 +64,7 @@ def _hint(exc: OSError) -> str:
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
-    """Replace `path` with `text` atomically; `durable`: fsync before the
-    rename, which a throwaway directory does without.
+    """Replace `path` with `text` atomically (fsync first where `durable`).
 
     Raises:
         StoreError: the directory is read-only, full, or missing.
@@ -74,8 +73,7 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
 
 
 def atomic_write_parts(path: Path, parts: Iterable[str], durable: bool = True) -> None:
-    """Replace `path` atomically with the text `parts` make, written a part
-    at a time so a large results.json is never held whole.
+    """Replace `path` atomically with the text `parts` make, never held whole.
 
     Raises:
         StoreError: the directory is read-only, full, or missing.
@@ -111,9 +109,8 @@ def load_json(path: Path) -> JSON:
 
 @dataclass(frozen=True)
 class Cells:
-    """A results directory's cells as read: the readable results, the unreadable ones
-    (id -> why), and the stamps of result.json files of this harness's schema, by which
-    `results_line_of` copies their text into results.json unchanged."""
+    """A results directory's cells as read: readable results, unreadable ones (id -> why),
+    and the stamps by which `results_line_of` copies result.json text into results.json."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
@@ -160,8 +157,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
 
 
 def _result_files(root: Path) -> list[str]:
-    """The directories of cells/ under `root` by cell id: those holding a
-    result.json (faster than a glob)."""
+    """The cell directories under `root` holding a result.json, by id (faster than a glob)."""
     try:
         return sorted(e.name for e in os.scandir(root / "cells") if e.is_dir())
     except OSError:
@@ -170,8 +166,7 @@ def _result_files(root: Path) -> list[str]:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while results are read: they hold no
-    cycles, and its passes over them were much of the reading time."""
+    """The cycle collector off while results are read: they hold no cycles."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -182,8 +177,8 @@ def _collector_paused() -> Iterator[None]:
 
 
 def read_kept(read: Callable[[], T]) -> T:
-    """`read()` with the collector paused, and what it made frozen out of the
-    collector's passes (`gc.freeze`) until a `long_lived` block around this ends."""
+    """`read()` with the collector paused, its objects frozen (`gc.freeze`) until the
+    enclosing `long_lived` block ends."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -196,9 +191,8 @@ def read_kept(read: Callable[[], T]) -> T:
 
 @contextlib.contextmanager
 def long_lived() -> Iterator[None]:
-    """Every object made so far left out of the cycle collector's passes until the
-    block ends (`gc.freeze`): read results hold no cycles, so passes over them are wasted.
-    Cycles made inside the block are still collected."""
+    """Objects made so far left out of the cycle collector's passes until the block ends
+    (`gc.freeze`): read results hold no cycles. Cycles made inside are still collected."""
     gc.freeze()
     try:
         yield
@@ -207,8 +201,7 @@ def long_lived() -> Iterator[None]:
 
 
 class RunStore:
-    """One sweep's results directory (`durable`: each file fsynced; not for
-    `harness.check`'s temporary one)."""
+    """One sweep's results directory (`durable`: each file fsynced)."""
 
     def __init__(self, root: Path, durable: bool = True):
         # Absolute: cells run in other working directories.
@@ -269,8 +262,7 @@ class RunStore:
 
     def mark(self, kind: str, name: str, matrix: str, cells: tuple[Planned, ...] = (),
              started: float | None = None, resumed: float | None = None) -> None:
-        """Record what made the directory in plan.json (kind, times, matrix, planned
-        cells).
+        """Record what made the directory in plan.json.
 
         Raises:
             StoreError: it cannot be written.
@@ -336,8 +328,7 @@ class RunStore:
         return d
 
     def load_cell(self, cell_id: str) -> CellResult | None:
-        """The cell's finished result (schema 1 or 2), or None: missing,
-        half-written, or not readable by this harness."""
+        """The cell's finished result (schema 1 or 2), or None where unreadable."""
         try:
             with (self.root / "cells" / cell_id / "result.json").open("rb") as f:
                 stamp = stamp_of(os.fstat(f.fileno()))
@@ -390,9 +381,8 @@ def _value(text: str, at: int) -> tuple[JSON, int]:
 
 
 def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
-    """Some keys of the JSON object in `path`, read from its start, stopping once
-    all are found (results.json keeps its cells last). Missing keys are left out; a missing or
-    broken file gives {}."""
+    """Some keys of the JSON object in `path`, read from its start until all are found
+    (results.json keeps its cells last); missing keys left out, {} for a broken file."""
     wanted = set(keys)
     found: dict[str, JSON] = {}
     try:
@@ -434,9 +424,8 @@ def samples_path(root: Path, cell_id: str) -> Path:
 
 
 class SeriesCache:
-    """Each cell's parsed samples, by cell id: kept as the sweep parsed them, else
-    read from cells/<id>/samples.jsonl on first use. With a directory to read back from, at
-    most KEEP series (the latest) are held."""
+    """Each cell's parsed samples by cell id: kept as the sweep parsed them, else read
+    from samples.jsonl on use; with a directory to reread from, only the latest KEEP held."""
 
     KEEP = 128
 
@@ -470,8 +459,7 @@ class SeriesCache:
             return SeriesCache(root, self._known)
 
     def peek(self, cell_id: str) -> Series | None:
-        """The cell's series as `__call__` gives it, but one read from disk is not
-        kept, so a renderer walking every cell holds one row at a time."""
+        """The cell's series, not kept if read from disk (a one-pass walk)."""
         with self._lock:
             found = self._known.get(cell_id)
         if found is None and self.root is not None:
@@ -518,8 +506,7 @@ def culprit_record(root: Path, row: str) -> JSON:
 
 
 def drop_culprit(root: Path, row: str) -> bool:
-    """Remove the row's stored culprit answer (its cells are no longer a first bad and
-    last good); whether there was one."""
+    """Remove the row's stored culprit answer, now stale; whether there was one."""
     path = root / CULPRIT_DIR / row / CULPRIT_FILE
     with contextlib.suppress(FileNotFoundError):
         path.unlink()

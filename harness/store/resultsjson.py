@@ -38,8 +38,7 @@ def stamp_of(st: os.stat_result) -> Stamp:
 
 
 def results_line(data: Mapping[str, JSON]) -> str:
-    """A cell's result.json object as results.json holds it: one line, keys sorted,
-    without host samples."""
+    """A cell's result.json object as results.json holds it: one line, keys sorted."""
     kept: dict[str, JSON] = {k: v for k, v in data.items() if k != "host_samples"}
     return json.dumps(kept, sort_keys=True, default=str)
 
@@ -49,9 +48,8 @@ _INDENT = re.compile(rb"\n *")
 
 
 def as_written(raw: bytes) -> str | None:
-    """`results_line` made from the bytes of a result.json as `write_json` wrote it
-    (line breaks and indents taken out), much faster than encoding again. None for a file
-    written otherwise."""
+    """`results_line` made from the bytes `write_json` wrote (much faster than encoding);
+    None for a file written otherwise."""
     if (not raw.startswith(b'{\n "') or raw.count(_NO_HOST_SAMPLES) != 1
             or not raw.isascii()):
         return None
@@ -60,8 +58,7 @@ def as_written(raw: bytes) -> str | None:
 
 
 def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
-    """The cell's line of results.json from its result.json, where the file is
-    still the one read (`Cells.stored`); None where it changed or is gone."""
+    """The cell's results.json line from its result.json if still the one read, else None."""
     path = root / "cells" / cell_id / "result.json"
     try:
         with path.open("rb") as f:
@@ -78,8 +75,7 @@ def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
 
 
 def holds(path: Path, parts: Iterable[str]) -> bool:
-    """Whether the file `path` holds exactly the text `parts` make (read a part at a time;
-    False where unreadable)."""
+    """Whether the file `path` holds exactly the text `parts` make (False if unreadable)."""
     try:
         with path.open("rb") as f:
             for part in parts:
@@ -112,8 +108,7 @@ class _Index:
 
 
 def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
-    """The index of a results.json (`results`: its stamp as written) whose cells' lines
-    are at `entries`."""
+    """The index of a results.json (its stamp `results`) whose cells' lines are at `entries`."""
     index = _Index(VERSION, SCHEMA, results, {
         cid: (*stamp, offset, length, crc)
         for cid, (stamp, offset, length, crc) in sorted(entries.items())})
@@ -121,10 +116,9 @@ def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
 
 
 def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
-    """The index in `root`: results.json's stamp and the cells' entries; None where
-    absent or of another version, schema or shape. A cell whose result.json is not older than
-    the index is left out ("racy", as git says: a same-size rewrite in the same clock tick
-    would keep its stamp)."""
+    """The index in `root` (results.json's stamp and the cells' entries), or None. A cell
+    whose result.json is not older than the index is left out: a same-size rewrite within one
+    clock tick would keep its stamp (git's "racy" case)."""
     try:
         with (root / INDEX_FILE).open("rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
@@ -138,16 +132,14 @@ def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
 
 
 class Lines:
-    """An open results.json its index describes: the lines of cells whose result.json is
-    still the one indexed."""
+    """An open results.json and its index: lines of cells whose result.json is unchanged."""
 
     def __init__(self, f: IO[bytes], entries: dict[str, Entry]):
         self._fd = f.fileno()
         self._entries = entries
 
     def line(self, cell_id: str, stamp: Stamp) -> bytes | None:
-        """The cell's line of results.json, where its stamp and the line's bytes are the
-        indexed ones; else None."""
+        """The cell's line where its stamp and the line's bytes are the indexed ones, else None."""
         entry = self._entries.get(cell_id)
         if entry is None or entry[0] != stamp:
             return None
@@ -159,8 +151,7 @@ class Lines:
         return raw if len(raw) == length and zlib.crc32(raw) == crc else None
 
     def result(self, cell_id: str, path: str) -> tuple[CellResult, Stamp] | None:
-        """The cell's result decoded (strictly) from its line, and its result.json's
-        stamp now, where the line stands for that file; else None and the file is read."""
+        """The cell's result strictly decoded from its line, and its stamp; else None."""
         try:
             stamp = stamp_of(os.stat(path))
         except OSError:
@@ -177,8 +168,7 @@ class Lines:
 
 @contextlib.contextmanager
 def lines_of(root: Path) -> Iterator[Lines | None]:
-    """`root`'s results.json opened with its index while the block runs; None where
-    either is missing or results.json is not the file indexed."""
+    """`root`'s results.json with its index, open while the block runs; None where stale."""
     found = _entries(root)
     if found is None:
         yield None

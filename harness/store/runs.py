@@ -33,8 +33,7 @@ READ_BY = {
 
 def plan_json(kind: str, name: str, matrix: str, cells: Sequence[Planned] = (),
               started: float | None = None, resumed: float | None = None) -> JSON:
-    """plan.json's content: kind, start time (now unless given), last `--resume` time,
-    matrix and planned cells (`RunStore.mark`)."""
+    """plan.json's content: kind, start and resume times, matrix, planned cells."""
     assert kind in KINDS, kind
     return encode(Plan(tuple(cells), matrix, kind=kind,
                        started=time.time() if started is None else started, name=name,
@@ -49,8 +48,8 @@ _SETTLED_NS = 1_000_000_000
 
 
 def _plan(root: Path) -> JSON:
-    """plan.json's content (shared: do not change it), parsed again only where the file
-    changed; None where missing or not JSON."""
+    """plan.json's content (shared: do not change it), reparsed only when the file changed;
+    None where missing or not JSON."""
     path = root / PLAN_FILE
     try:
         with path.open("rb") as f:
@@ -90,8 +89,7 @@ def kind_of(root: Path) -> str | None:
 
 
 def started_of(root: Path) -> float:
-    """When the directory's command last started (`--resume` included), which orders
-    runs: recorded, else (older directories) when its files were last written."""
+    """When the directory's command last started (`--resume` included): what orders runs."""
     data = _plan(root)
     times = [v for v in (data.get(k) for k in ("started", "resumed"))
              if isinstance(v, (int, float)) and not isinstance(v, bool)] \
@@ -102,8 +100,7 @@ def started_of(root: Path) -> float:
 
 
 def begun_of(root: Path) -> float:
-    """When the directory's run first started, as its name says it; else (older
-    directories) when its files were last written."""
+    """When the directory's run first started, as its name says it."""
     data = _plan(root)
     started = data.get("started") if isinstance(data, dict) else None
     if isinstance(started, (int, float)) and not isinstance(started, bool):
@@ -124,16 +121,14 @@ def name_of(root: Path) -> str:
 
 
 def finished(root: Path) -> bool:
-    """Whether the directory holds a finished cell or a fit's answer: one without is
-    the debris of a stopped command, never "the newest run"."""
+    """Whether the directory holds a finished cell or a fit's answer (else it is debris)."""
     cells = root / "cells"
     return ((cells.is_dir() and any(cells.glob("*/result.json")))
             or (root / "fit.json").is_file())
 
 
 def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
-    """The directories under `base` of one of `kinds` (and of the matrix `name` where
-    both name one), finished or not."""
+    """The directories under `base` of one of `kinds` (and matrix `name`), finished or not."""
     if not base.is_dir():
         return []
     return sorted(p for p in base.iterdir() if kind_of(p) in kinds
@@ -142,8 +137,8 @@ def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
 
 def newest(base: Path, kinds: Collection[str], name: str = "",
            keep: Callable[[Path], bool] | None = None) -> Path | None:
-    """The newest finished directory under `base` of one of `kinds` (of the matrix
-    `name`, kept by `keep` where given), by recorded start time."""
+    """The newest finished directory under `base` of one of `kinds` (and matrix `name`,
+    kept by `keep`), by recorded start time."""
     found = [p for p in runs_of(base, kinds, name)
              if finished(p) and (keep is None or keep(p))]
 
@@ -154,8 +149,7 @@ def newest(base: Path, kinds: Collection[str], name: str = "",
 
 
 def made_from(root: Path, matrix: Path | None) -> bool:
-    """Whether the run was made from the matrix file `matrix` (older runs, which name
-    no file, by matrix name alone)."""
+    """Whether the run was made from the matrix file `matrix` (older runs: by name)."""
     named = matrix_named(root)
     if matrix is None or not named:
         return True
@@ -163,14 +157,12 @@ def made_from(root: Path, matrix: Path | None) -> bool:
 
 
 def resumable(base: Path, name: str, matrix: Path | None) -> Path | None:
-    """The newest sweep under `base` of the matrix file `matrix`: what `--resume`
-    continues. Another file sharing `name:` is another matrix."""
+    """The newest sweep under `base` of the matrix file `matrix`: what `--resume` continues."""
     return newest(base, (SWEEP,), name, lambda p: made_from(p, matrix))
 
 
 def other_matrix(run: Path, matrix: Path, out: Path) -> InputError:
-    """The error for --resume finding `run`, a sweep of another matrix file of the
-    same name, with the commands to start a new run or continue that one."""
+    """The error for --resume finding a sweep of another matrix file of the same name."""
     where = "" if out.resolve() == Path("reports").resolve() else f" --out {shown(out)}"
     other = matrix_named(run)
     return InputError(
@@ -205,9 +197,8 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
 
 
 def matrix_file(root: Path, named: str = "") -> Path | None:
-    """The matrix file the run recorded (`named`, else plan.json's), found from here:
-    as recorded, else relative to a directory above `root` (older runs recorded relative
-    paths). None: not found."""
+    """The matrix file the run recorded, found from here (or from a directory above
+    `root`, for older relative paths); None: not found."""
     named = named or matrix_named(root)
     if not named:
         return None
@@ -228,8 +219,7 @@ def matrix_named(root: Path) -> str:
 
 
 def shown(path: Path) -> Path:
-    """`path` as a command line typed here would name it: relative when below the working
-    directory, else absolute."""
+    """`path` relative to the working directory when below it, else absolute."""
     full = path.resolve()
     try:
         return full.relative_to(Path.cwd().resolve())
@@ -238,8 +228,7 @@ def shown(path: Path) -> Path:
 
 
 def sweep_again(run: Path) -> str:
-    """The command that sweeps `run`'s matrix again into `run`'s folder, with `--out`
-    unless that folder is below ./reports."""
+    """The command that sweeps `run`'s matrix again into `run`'s folder."""
     matrix = matrix_file(run)
     line = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
     out = run.resolve().parent.parent
@@ -249,8 +238,7 @@ def sweep_again(run: Path) -> str:
 
 
 def resume_copy(run: Path) -> str:
-    """The command that resumes a copy of the unwritable `run`: copied beside the
-    working directory, then `harness sweep MATRIX --resume COPY`."""
+    """The commands that copy the unwritable `run` here and resume the copy."""
     copy = f"{run.parent.name}-{run.name}"
     matrix = matrix_file(run)
     return (f"cp -r {shown(run)} {copy} && harness sweep "

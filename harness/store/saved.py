@@ -54,8 +54,8 @@ class Saved:
 
 
 def key_of(name: str) -> str:
-    """A directory name for `name` (a pytest node id): its safe characters, at most 120,
-    plus a short digest of the whole where any were changed or cut, so ids never collide."""
+    """A directory name for a pytest node id: its safe characters, at most 120, plus a short
+    digest where any were changed or cut, so ids never collide."""
     safe = _SAFE.sub("_", name).strip("._") or "run"
     if safe == name and len(safe) <= 120:
         return safe
