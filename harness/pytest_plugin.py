@@ -5,26 +5,18 @@
         parse(sample_bytes)
 
 The test function is the step: the plugin runs it over and over in a child process
-(`harness.api.check`), its fixture values set up here and pickled to the child (or, where
-they cannot be pickled or it is a method, as a fork of this process), and fails it on a
-bad verdict with its words ("harness: leak (rule leak): heap grows +1.1 KiB/call ...").
-A pass says the smallest leak the run could have missed (`-rA`, the terminal summary,
-junit-xml).
+(`harness.api.check`), with its fixtures pickled to the child (or in a fork of this
+process where they cannot be), and fails it on a bad verdict with its words. A pass says
+the smallest leak the run could have missed.
 
-`@pytest.mark.harness_time(budget="2s")` runs the test the same way; `--harness-save NAME`
-keeps the run under `<rootdir>/.harness/NAME/`, and `--harness-compare NAME` compares step
-times and peak memory with it, confirming a suspected change in rounds of fresh runs
-(`harness.api.run`). A confirmed slowdown fails (`regression`); an unconfirmed one passes
-as `suspected`; a NAME never saved is a usage error.
+`harness_time` runs the same way; `--harness-save NAME` keeps the run under
+`<rootdir>/.harness/NAME/` and `--harness-compare NAME` compares step times and peak memory
+with it: a confirmed slowdown fails (`regression`), an unconfirmed one passes
+(`suspected`). Marker arguments are `budget`, `iterations` and any matrix `defaults:`
+setting; a budget too short to decide passes with a warning (`--harness-strict` fails).
 
-Marker arguments: `budget` (or the first positional), `iterations`, and any run setting
-of a matrix's `defaults:`. A test takes at most `overrun` budgets (4 unless set); one too
-short for a verdict passes with a warning naming the budget that would decide
-(`--harness-strict` fails it). Children fork from one warm interpreter per pytest process
-(harness/agent/forkserver.py), so a test costs its budget, not an interpreter start.
-
-Only harness's names (`harness.pytestcall`) are imported until marked tests are to run,
-so unmarked sessions pay almost nothing (`harness.api.marked.ahead` starts the rest).
+Children fork from one warm interpreter per pytest process, so a test costs its budget,
+and unmarked sessions import nothing of harness but its names (`harness.pytestcall`).
 """
 
 from __future__ import annotations

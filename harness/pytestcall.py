@@ -1,17 +1,12 @@
-"""What the pytest plugin and a marked test's run (`harness.api.marked`) share. It imports
-nothing of harness, so the plugin loads no more of harness than this: the plugin's names
-(markers, report keys, saved runs' folder, the session's allowance `RunOn`) and a marked
-test's fixtures for every call in the child process.
+"""What the pytest plugin and a marked test's run (`harness.api.marked`) share, importing
+nothing of harness so the plugin stays light: the plugin's names and `RunOn`, and a marked
+test's fixtures for every call in the child.
 
-pytest sets a function-scoped fixture up once per call; harness calls the test thousands
-of times, and a fixture shared by those calls can build up state (read as a leak) or leak
-one call's output into the next. So the child gets a `Calls`: the values every call
-shares, those copied for each call, and the fixtures it makes itself (`Made`), reset after
-every call: `monkeypatch` undone; `caplog` levels restored and records dropped; the
-capture fixtures read and emptied; `recwarn` set up again; a changeable function-scoped
-value unpickled again (up to `FRESH_MOST` bytes). Wider-scoped fixtures are shared, as
-pytest shares them. The scenario calls `Calls.start`, `Calls.next` after each call, and
-`Calls.close`.
+harness calls a test thousands of times where pytest calls it once, and a shared fixture
+can build up state (read as a leak) or carry one call's output into the next. So the
+child gets a `Calls`: values shared, values copied per call (up to `FRESH_MOST` bytes),
+and fixtures it makes itself (`Made`), reset after every call as pytest's teardown would.
+Wider-scoped fixtures are shared, as pytest shares them.
 """
 
 from __future__ import annotations

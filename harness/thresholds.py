@@ -71,9 +71,9 @@ class AnalysisConfig:
         leak_floor_bytes: Growth over the measured span below this is never a leak.
         leak_floor_relative: The same floor relative to the median level; the larger applies.
         noise_multiple: The floor is at least this multiple of the series' noise band.
-        drawdown_multiple: ... and of the largest fall from an earlier high (GC, arena trims).
+        drawdown_multiple: ... and of the largest fall from an earlier high (GC, trims).
         confidence: Two-sided confidence of the whole-span slope interval.
-        late_confidence: The same for the late window; lower, asked only once growth is proven.
+        late_confidence: The same for the late window; lower, asked once growth is proven.
         late_fraction: Share of the run's calls that form the late window.
         stall_fraction: A grown series is a plateau only when the late slope's upper bound is
             below this share of the whole-span slope.
@@ -84,8 +84,7 @@ class AnalysisConfig:
         max_points: Longer series are binned to this many medians before the O(n^2) fit.
         step_window: Share of the step times in each of the early and late windows.
         min_step_samples: Fewer step times than this never give a slowdown.
-        heap_floor_bytes: `leak_floor_bytes` for the glibc heap series, which is nearly
-            noiseless after malloc_trim.
+        heap_floor_bytes: `leak_floor_bytes` for the nearly noiseless glibc heap series.
         live_floor_bytes: Per-call floor: steady growth wholly above it is never `ok`
             (`analysis.rules.steady_above`), and a live look stops on `ok` only below it.
         live_min_growth_bytes: The per-call rule's least total growth, in bytes.
@@ -95,9 +94,8 @@ class AnalysisConfig:
             throttling) is `ambiguous`, not a slowdown.
         busy_share: A confirmation round with this share of run-queue delay is left out;
             below it the round is corrected for the delay and the CPU speed.
-        speed_spread: A round whose two runs' CPU speeds differ by more than this factor,
-            and whose raw and speed-scaled ratios disagree about `min_ratio`, is replaced:
-            scaling assumes the step runs at the canary's speed.
+        speed_spread: A round whose runs' CPU speeds differ by more than this factor, and
+            whose raw and speed-scaled ratios disagree, is replaced.
         recheck_share: Compared cells get confirmation rounds whenever either ran with this
             share of run-queue delay: load can hide a change as well as fake one.
         round_confidence: Confidence of the per-round ratio interval that must clear
@@ -105,21 +103,17 @@ class AnalysisConfig:
         peak_regression_ratio: A peak RSS this many times the baseline's is a regression;
             below it only "higher" (new releases routinely import more code).
         fill_share: The largest cache a run may still be filling, as a share of the median
-            level (at most `fill_bytes`): growth such a fill fits is `ambiguous` and runs
-            again, longer (`analysis.memory.fill_check`). 0: off.
+            level: growth such a fill fits is `ambiguous` and reruns longer. 0: off.
         fill_bytes: The cap on that fill in bytes (0: the check off as well).
-        leak_large_bytes: Growth that matters on its own: a live look stops on a leak only
-            past it; below, the run goes on to its budget, where a cache may level off.
-        ok_floor_bytes: A live look stops on `ok` only once every needed source's slope
-            interval lies below this many bytes per call.
+        leak_large_bytes: Growth a live look may stop on as a leak; below it the run goes
+            on to its budget, where a cache may level off.
+        ok_floor_bytes: A live look stops on `ok` only below this many bytes per call.
         busy_min_ratio: A busy round counts only where CPU time and wall clock agree (both
             no change, or both past this ratio): load inflates both, never by a factor.
-        live_ok_share: A live look stops a budgeted run on `ok` only past this share of its
-            length, since later growth reads flat until it starts (docs/benchmarks.md).
-            1: never stop on `ok`; 0: as soon as flat.
-        short_calls: A run ended by its budget before this many calls that reads a small
-            leak runs again to this many (rule `short`): common caches hold up to ~1,024
-            entries and fill like leaks. 0: never.
+        live_ok_share: A live look stops on `ok` only past this share of the run's length,
+            since later growth reads flat until it starts. 1: never; 0: as soon as flat.
+        short_calls: A short run reading a small leak reruns to this many calls (rule
+            `short`): common caches hold up to ~1,024 entries and fill like leaks. 0: never.
         step_floor_s: Step-time differences below this are never a slowdown. 0: judged by
             ratio against the rounds' noise at every step size, as pyperf and asv do.
     """

@@ -1,17 +1,11 @@
 """`harness.check`: one function run as one cell of a local matrix, the sweep's way; the
 cell against a saved run of its code, and a checked leak's lines.
 
-A saved run (`--harness-compare NAME`, `check(..., baseline=...)`) is compared as a sweep
-row is (`stages.settle.against_row`, then `run_plan`'s rounds and the one verdict table).
-Unlike a sweep, a saved run's code cannot run again, so each round runs the current cell
-afresh and compares its statistic with the saved one's (both scaled to one CPU speed by
-the agent's canary), and `analysis.baseline.decide_rounds` decides. A host slower
-throughout than when the run was saved is corrected only as far as the canary sees it:
-save and compare on the same machine.
-
-A checked leak's lines (`Checked.where`) come from a brief rerun under tracemalloc
-(`explain.plan.attributed`), bounded by the check's budget at the host's pace, retried
-with a longer deadline up to WHERE_TRIES times.
+A saved run is compared as a sweep row is (`stages.settle.against_row`, `run_plan`), except
+that its code cannot run again: each round runs the current cell afresh against the saved
+statistic, both scaled to one CPU speed by the agent's canary, so save and compare on the
+same machine. A leak's lines (`Checked.where`) come from a brief rerun under tracemalloc,
+bounded by the budget at the host's pace and retried up to WHERE_TRIES times.
 """
 
 from __future__ import annotations
@@ -216,30 +210,29 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False, here: bool = False) -> Checked:
     """Run `step` over and over in a child process, as one cell of a local sweep, and
-    decide: leak, plateau, slowdown, ok, crash, ... The child is forked from a warm
-    interpreter that imported `step`'s module once (docs/pytest.md).
+    decide: leak, plateau, slowdown, ok, crash, ... The child forks from a warm interpreter
+    that imported `step`'s module once (docs/pytest.md).
 
     Args:
         step: A module-level function, called as `step()`, `step(state)` with `setup`, or
             `step(**kwargs)` with `kwargs`.
-        setup: A module-level function called once before the measured calls as
-            `setup(params)` (or `setup()`); what it returns is `state`.
-        budget: How long to run ("3s", "500ms", "1m" or seconds), warm-up included. The run
-            stops early once the verdict is certain and runs again longer when ambiguous,
-            within `overrun` budgets (4 by default); past that it ends `ambiguous`.
+        setup: A module-level function called once first as `setup(params)` (or `setup()`);
+            what it returns is `state`.
+        budget: How long to run ("3s", "500ms", "1m" or seconds), warm-up included; the run
+            stops early when certain and reruns longer when ambiguous, within `overrun`
+            budgets (4 by default).
         iterations: A fixed number of calls instead of a budget.
         params: Plain data handed to `setup(params)`.
-        kwargs: Keyword arguments for every call (pickled, loaded once in the child); or the
-            pytest plugin's fixtures, made again each call (`harness.pytestcall.Calls`).
+        kwargs: Keyword arguments for every call (pickled), or the plugin's per-call fixtures
+            (`harness.pytestcall.Calls`).
         settings: Other run settings of a matrix's `defaults:` (docs/matrix.md).
-        baseline: A saved run (`harness.store.saved.Saved`) to compare step times and peak
-            memory with; the verdict can then be `regression` or `suspected`.
+        baseline: A saved run to compare step times and peak memory with (verdicts
+            `regression`, `suspected`).
         save: Where to keep this run as a baseline for later runs.
-        out: Keep the results directory under this folder (`Checked.root`); by default a
-            temporary one, removed before returning.
+        out: Keep the results directory under this folder, else a temporary one.
         progress: True prints progress lines on stderr; or a callable.
         here: Fork this process as it stands (POSIX), so step, setup and kwargs need not be
-            importable or picklable (lambdas, closures, the plugin's unpicklable arguments).
+            importable or picklable.
 
     Returns:
         The cell's result and its verdict in words (`Checked`).

@@ -1,11 +1,9 @@
 """The console at any size: a grid of one short token per cell where full words do not
 fit, conclusions grouped, and every line wrapped at the width.
 
-A token is a kind's symbol and, where the kind has one, a figure: a leak's KiB per call
-("L16"), a slowdown's late/early ratio ("S1.5"), a regression's ratio ("R1.3"). The row's
-first bad is bracketed ("[L16]"); a GPU cell that ran on the CPU gets a "c" ("·c").
-Images that do not fit the width are paged as blocks, each a grid of its own.
-`colour_of` gives a verdict kind's terminal colour.
+A token is a kind's symbol and its figure: "L16" (leak, KiB/call), "S1.5" (slowdown),
+"R1.3" (regression); the first bad bracketed ("[L16]"), a GPU cell run on the CPU marked
+"c". Images past the width are paged as blocks. `colour_of`: a kind's terminal colour.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """report.html: one self-contained page, plots drawn as inline SVG (works offline).
 
-The Jinja2 templates ship as package data and are autoescaped, since scenario ids, reasons
-and tracebacks may hold anything; only the SVG drawn here (`chart`), which escapes its own
-text, is passed as `Markup`. A cell's page plots each memory source with its fitted slope
-and the step time with the row's baseline, on one y scale per source across a row
-(`RowScales`). The overview (`row_trends`) is a heatmap of rows x images and each row's
-trend across images, read from the results alone (never the samples), so it stays cheap at
-thousands of cells. Long series are reduced to each bucket's min and max, so spikes survive.
+Templates are autoescaped, as ids, reasons and tracebacks may hold anything; only the SVG
+drawn here (`chart`), which escapes its own text, is passed as `Markup`. A cell's plots
+share one y scale per source across a row (`RowScales`); the overview (`row_trends`) reads
+results only, never samples, so it stays cheap at thousands of cells.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""A bug report draft for the upstream tracker, for one row: `harness report DIR --issue
-ROW`. System information from the first bad cell's fingerprint, the scenario as the matrix
-named it, the numbers from the stored results, both environments exactly, and the
-answers of `--find-cause` and `harness culprit` quoted as written.
-
-Exact environments are each side's pins as its cell found them installed (or a dated
-image's day and resolver flags) and the commands that reproduce them; never a `pip:`
-image's unpinned requirement list, which installs today's releases.
+"""A bug report draft for the upstream tracker, for one row (`harness report DIR --issue
+ROW`): system information, the scenario, the numbers, both environments exactly, and the
+`--find-cause` and `harness culprit` answers as written. Environments are the pins each
+cell found installed, never a `pip:` image's unpinned list, which installs today's releases.
 """
 
 from __future__ import annotations

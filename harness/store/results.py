@@ -1,14 +1,9 @@
 """`reports/<sweep>/<timestamp>/` with cells/<id>/{samples.jsonl,result.json}, results.json.
 
-Writes are atomic (temp file, fsync, rename), so a crash leaves the old file or the new
-one, never half. A directory is locked while a sweep writes it; `--resume` continues the
-newest sweep of the matrix (`harness.store.runs`) and skips cells whose result.json is
-complete and from the same run (`harness.result.runkey`).
-
-Also here: `load_json_keys` (a few keys from the head of results.json, which keeps its
-cells last), `SeriesCache` (each cell's parsed samples, a bounded number held), and the
-only readers of the answers commands store beside the cells: where.json, culprit.json
-and day.json, as parsed JSON (`answers.*` type and check them).
+Writes are atomic (temp file, fsync, rename), so a crash never leaves half a file. A
+directory is locked while a sweep writes it; `--resume` continues the newest sweep of the
+matrix and skips cells complete from the same run (`harness.result.runkey`). Also the only
+readers of where.json, culprit.json and day.json, which `answers.*` type and check.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """results.json's cells and results.index.
 
-Each cell's line of results.json is copied from its result.json's text where that file is
-still the one read (its `Stamp`), rather than holding every result's object or text.
-
-results.index (`INDEX_FILE`) records, per cell, its result.json's stamp (size, mtime ns,
-inode) when its line was made, the line's place in results.json and its CRC-32, plus
-results.json's own stamp. `store.results.read_cells` then reads a cell from its line in
-one open file where the stamps and CRC agree and the line decodes strictly
-(`Lines.result`); any other cell is read from its result.json. A file rewritten by
-anything has a new inode or time, so a stale entry is never used.
+A cell's line of results.json is copied from its result.json's text while that file is
+the one read (its `Stamp`). results.index records per cell that stamp, the line's place
+and its CRC-32, so `read_cells` reads cells from one open file where all agree
+(`Lines.result`) and from result.json otherwise; a rewrite changes the stamp.
 """
 
 from __future__ import annotations
