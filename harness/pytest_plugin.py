@@ -138,8 +138,7 @@ def _known_compare(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Once collected, before the first test's clock: start what marked tests
-    fork from (`harness.api.marked.ahead`), in each xdist worker."""
+    """After collection, start what marked tests fork from (`marked.ahead`)."""
     if session.config.option.collectonly or not any(
             item.get_closest_marker(LEAKS) or item.get_closest_marker(TIME)
             for item in session.items):
@@ -164,8 +163,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 class _Summary:
-    """Each harness test's line (this process's and xdist workers' reports) for the
-    terminal summary, then the session's run-on and busy-host lines."""
+    """Each harness test's line (here and from xdist workers) and the session's lines."""
 
     def __init__(self, run_on: RunOn) -> None:
         self.run_on = run_on

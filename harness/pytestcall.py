@@ -285,8 +285,7 @@ class RunOn:
     spent: float = 0.0
 
     def overrun_for(self, budget: float) -> int | None:
-        """The `overrun` for a test of `budget` seconds within the allowance left;
-        None once no more than the check's own 4 budgets fit."""
+        """The `overrun` for a test of `budget` s within the allowance; None if used up."""
         left = self.allowance - self.spent
         most = min(self.overrun, int(1.0 + left / budget)) if budget > 0 else self.overrun
         return most if most > 4 else None

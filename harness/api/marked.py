@@ -194,8 +194,7 @@ def marker_words(text: str, decided: bool) -> str:
 
 
 def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
-    """An undecided test's fix line: the budget that would decide, a quieter machine, or
-    twice its budget (10 s at least)."""
+    """An undecided test's fix line: the budget that would decide, a quieter host, or 2x."""
     wants = WANTS.search(reason)
     if wants and (budget is None or float(wants.group(1)) > budget):
         return f"\n  fix: run longer, e.g. @pytest.mark.{mark}(budget=\"{wants.group(1)}s\")"
@@ -208,8 +207,7 @@ def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
 
 def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
-    """The test's end from its verdict: passed, passed with a warning (undecided), or
-    failed with its words."""
+    """The test's end: passed, passed with a warning (undecided), or failed with its words."""
     busy = got.busy if not got.ok else ""
     text = marker_words(str(got), got.verdict not in UNDECIDED) + "".join(
         f"; {more}" for more in (note, busy) if more)

@@ -78,8 +78,7 @@ WARMUP_SHARE = 0.2
 
 
 def bounded(asked: Mapping[str, object], seconds: float | None) -> Mapping[str, object]:
-    """A budgeted check's deadline unless `timeout` is set: overrun x budget plus two
-    call timeouts, so a hung run ends in minutes."""
+    """A budgeted check's deadline (overrun x budget + 2 call timeouts) unless `timeout` is set."""
     overrun = asked.get("overrun")
     if seconds is None or "timeout" in asked or not isinstance(overrun, (int, float)):
         return asked
@@ -397,8 +396,7 @@ MOST_OVER = 1.5
 
 def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None,
            wanted: int = 0) -> Cell:
-    """The where run bounded by the check's budget at `per_call` seconds a call, ended at
-    `deadline` (None: the budget); `wanted` calls where they fit."""
+    """The where run bounded by the budget at `per_call` s a call, ended at `deadline`."""
     s = cell.settings
     fit = int(budget / 2 / max(per_call * WHERE_SLOWER, 1e-9))
     calls = max(WHERE_LEAST, min(max(s.warmup + s.iterations, wanted), fit))

@@ -117,8 +117,7 @@ def parted(text: str, width: int) -> bool:
 
 
 def unit_widths(columns: list[list[str]], room: int, least: list[int]) -> list[int] | None:
-    """Column widths, at most `room` in all, where no text splits a figure from its
-    unit; None where no widths do."""
+    """Column widths within `room` that split no figure from its unit, or None."""
     natural = [max(map(len, texts)) for texts in columns]
     if sum(natural) <= room:
         return natural

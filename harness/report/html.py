@@ -243,8 +243,7 @@ class HtmlReporter(Reporter):
 
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
-        """Each cell's view with its plots, a row at a time on the row's scales;
-        `only` limits which cells."""
+        """Each cell's view with its plots, a row at a time; `only` limits the cells."""
         r = self.report
         views: dict[str, CellView] = {}
         paged = None if self.every_cell else self.paged()

@@ -166,8 +166,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
 
 def timed(bad: Result) -> bool:
-    """Whether the first bad cell's finding is about time: only then do step-time ratios
-    belong in its issue."""
+    """Whether the first bad cell's finding is about time (then step ratios belong in it)."""
     return (bad.verdict in TIMED or also_slowed(bad) is not None
             or also_slower(bad) is not None)
 
@@ -405,8 +404,7 @@ def run_words(res: Result) -> str:
 
 
 def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
-    """A matrix running the scenario on both environments as they were, as long: `pip:`
-    images pinned exactly, containers by digest, a local interpreter by name."""
+    """A matrix running the scenario on both environments exactly as they were."""
     def image(name: str, c: Result) -> object:
         pins = exact_pins(c)
         if pins:

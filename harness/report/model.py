@@ -280,8 +280,7 @@ R = TypeVar("R", bound="Reporter")
 
 
 class Reporter:
-    """A renderer over one Report: `Kind.from_results(report).render(out)`; it writes only
-    what it reads from `self.report`."""
+    """A renderer over one Report, reading only it: `Kind.from_results(r).render(out)`."""
 
     def __init__(self, report: Report):
         self.report = report

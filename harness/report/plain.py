@@ -26,8 +26,7 @@ class PlainProgress:
         self.stream = stream
 
     def __call__(self, text: str) -> None:
-        """One event, wrapped at the terminal's width or COLUMNS, else one line
-        as it is, for logs and grep."""
+        """One event, wrapped at the terminal's width or COLUMNS, else as is."""
         if self.quiet:
             return
 

@@ -172,8 +172,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def read_kept(read: Callable[[], T]) -> T:
-    """`read()` with the collector paused, its objects frozen (`gc.freeze`) until the
-    enclosing `long_lived` block ends."""
+    """`read()` with the collector paused and its objects frozen (see `long_lived`)."""
     was = gc.isenabled()
     gc.disable()
     try:

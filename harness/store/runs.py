@@ -137,8 +137,7 @@ def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
 
 def newest(base: Path, kinds: Collection[str], name: str = "",
            keep: Callable[[Path], bool] | None = None) -> Path | None:
-    """The newest finished directory under `base` of one of `kinds` (and matrix `name`,
-    kept by `keep`), by recorded start time."""
+    """The newest finished directory of one of `kinds` (and matrix `name`) under `base`."""
     found = [p for p in runs_of(base, kinds, name)
              if finished(p) and (keep is None or keep(p))]
 
