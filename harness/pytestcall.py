@@ -179,8 +179,8 @@ _FRESH_FILTERS = (("default", DeprecationWarning, "__main__"),
 
 
 def as_a_fresh_child() -> None:
-    """In a fork of pytest's process, undo what pytest set up around the test that a
-    fresh child lacks (log handlers and warning records, which read as leaks; exception hooks).
+    """In a fork of pytest's process, undo what pytest set up around the test that a fresh
+    child lacks (log handlers and warning records, which read as leaks; exception hooks).
     Nothing to do in a fresh child; never in pytest's own process."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, LogCaptureHandler)]:
@@ -216,8 +216,8 @@ def _live(made: Made) -> _Live:
 @dataclass
 class Calls:
     """A marked test's keyword arguments for every call: `shared`, `fresh` (unpickled per
-    call), `copied` (deep-copied per call, in a fork), and fixtures the child makes (`made`),
-    reset after each call. In the child, `kwargs` is what the next call takes."""
+    call), `copied` (deep-copied per call, in a fork), and fixtures the child makes
+    (`made`), reset after each call. In the child, `kwargs` is what the next call takes."""
 
     shared: dict[str, object]
     fresh: bytes

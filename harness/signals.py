@@ -19,8 +19,8 @@ _RUNNING = threading.Event()
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """SIGTERM and SIGINT both end a long command through KeyboardInterrupt, so
-    running cells are killed and finished ones kept. SIGINT is set too because a shell starts
+    """SIGTERM and SIGINT both end a long command through KeyboardInterrupt, so running
+    cells are killed and finished ones kept. SIGINT is set too because a shell starts
     background jobs with it ignored."""
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -37,8 +37,8 @@ def interruptible() -> Iterator[None]:
 
 
 def stream_closed() -> bool:
-    """The reader of stdout or stderr left, or the stream cannot be written: while
-    cells run, the command ends as an interruption (KeyboardInterrupt in the main thread), so
+    """The reader of stdout or stderr left, or the stream cannot be written: while cells
+    run, the command ends as an interruption (KeyboardInterrupt in the main thread), so
     finished cells are kept for `--resume`. True when it did; outside a run, False."""
     if not _RUNNING.is_set():
         return False

@@ -143,8 +143,8 @@ def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
 
 def ahead(items: Sequence[pytest.Item]) -> None:
     """Before a session's first test, start the warm server its marked tests fork from (with
-    the first marked test's module imported) and load the agent here, so the first marked test
-    costs what later ones do. Failures are left for the tests to say."""
+    the first marked test's module imported) and load the agent here, so the first marked
+    test costs what later ones do. Failures are left for the tests to say."""
     with contextlib.suppress(OSError, ImportError):
         forkserver(AGENT_DIR / "forkserver.py")
     for item in items:
@@ -272,8 +272,8 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
 
 def _fixtures(item: pytest.Function, fn: object
               ) -> tuple[dict[str, object] | Calls, str | None]:
-    """The test's arguments as pytest set them up (`Calls`), and why the test must run as
-    a fork of pytest's process (None: all can be pickled and no fixture used `monkeypatch`)."""
+    """The test's arguments as pytest set them up (`Calls`), and why the test must run as a
+    fork of pytest's process (None: all pickle and no fixture used `monkeypatch`)."""
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -27,10 +27,10 @@ class ConsoleReporter(Reporter):
                details: bool = False) -> None:
         """The table and the answers.
 
-        Where a width is known (terminal, `width`, `COLUMNS`) everything fits it: the table where
-        full words fit, else a grid of tokens (`harness.report.grid`) with answers grouped and full
-        words only for cells that need them. Elsewhere one plain line per row, for logs and grep.
-        Colour only on a terminal and never with NO_COLOR."""
+        Where a width is known (terminal, `width`, `COLUMNS`) everything fits it: the table
+        where full words fit, else a grid of tokens (`harness.report.grid`) with answers
+        grouped and full words only for cells that need them. Elsewhere one plain line per
+        row, for logs and grep. Colour only on a terminal and never with NO_COLOR."""
         if colour is None:
             colour = out.isatty() and not os.environ.get("NO_COLOR")
         width = console_width(out, width)

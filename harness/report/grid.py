@@ -321,8 +321,8 @@ def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
 
 def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult],
          width: int) -> list[str]:
-    """The grid of a sweep too large for a screen: a block per answer, each pattern of rows
-    as runs of images of one verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33")."""
+    """A sweep too large for a screen: a block per answer, each pattern of rows as runs
+    of one verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33")."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)

@@ -184,8 +184,8 @@ def kind_css() -> Markup:
 class HtmlReporter(Reporter):
     """report.html from a Report (with `root` set, to plot each cell's samples).
 
-    Above INLINE_CELLS cells, report.html is the overview and each cell's plots go on their own
-    page (`write_cells`), so the page stays small."""
+    Above INLINE_CELLS cells, report.html is the overview and each cell's plots go on their
+    own page (`write_cells`), so the page stays small."""
 
     @property
     def inline(self) -> bool:

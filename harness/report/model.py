@@ -71,7 +71,7 @@ class Report:
         """Build the model.
 
         Series come from `series` (the sweep's), else `root`'s samples.jsonl. Cells of `planned`
-        without a result are "not run" (or unreadable), and no first bad is named across them.
+        without a result are "not run" (or unreadable); no first bad is named across them.
         `stored`: result.json stamps as read; `outdated`: unreadable cells shown as stale."""
         order = image_places(results, planned)
         images = sorted(order, key=order.__getitem__)

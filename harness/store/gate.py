@@ -136,7 +136,7 @@ def gate(root: Path, given: Path | None = None,
     """Each of the run's cells as it stands now.
 
     `given`: the matrix file to check against, else the run's copy. `runtime`: the runtime a
-    cell would run on now; without it, what it ran on (results without run keys read current).
+    cell would run on now; without it, what it ran on (no run keys: read current).
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape; a `given` matrix that does

@@ -210,8 +210,8 @@ class RunStore:
              matrix: Path | None = None, started: float | None = None) -> RunStore:
         """A new timestamped directory, or with `resume` a sweep of `name` to continue.
 
-        `resume` takes the given sweep, else the newest by recorded start (never a bisect's or
-        fit's); with `matrix`, only a sweep of that matrix file (`runs.resumable`). A new
+        `resume` takes the given sweep, else the newest by recorded start (never a bisect's
+        or fit's); with `matrix`, only a sweep of that matrix file (`runs.resumable`). A new
         directory is named by `started` (default now), on the local clock.
 
         Raises:
@@ -418,8 +418,8 @@ def samples_path(root: Path, cell_id: str) -> Path:
 
 
 class SeriesCache:
-    """Each cell's parsed samples by cell id: kept as the sweep parsed them, else read
-    from samples.jsonl on use; with a directory to reread from, only the latest KEEP held."""
+    """Each cell's parsed samples by cell id: kept as the sweep parsed them, else read from
+    samples.jsonl on use; with a directory to reread from, only the latest KEEP held."""
 
     KEEP = 128
 

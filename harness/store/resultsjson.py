@@ -112,8 +112,8 @@ def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
 
 def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
     """The index in `root` (results.json's stamp and the cells' entries), or None. A cell
-    whose result.json is not older than the index is left out: a same-size rewrite within one
-    clock tick would keep its stamp (git's "racy" case)."""
+    whose result.json is not older than the index is left out: a same-size rewrite within
+    one clock tick would keep its stamp (git's "racy" case)."""
     try:
         with (root / INDEX_FILE).open("rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
