@@ -4,19 +4,13 @@
     def test_parse_does_not_leak(sample_bytes):
         parse(sample_bytes)
 
-The test function is the step: the plugin runs it over and over in a child process
-(`harness.api.check`), with its fixtures pickled to the child (or in a fork of this
-process where they cannot be), and fails it on a bad verdict with its words. A pass says
-the smallest leak the run could have missed.
-
-`harness_time` runs the same way; `--harness-save NAME` keeps the run under
-`<rootdir>/.harness/NAME/` and `--harness-compare NAME` compares step times and peak memory
-with it: a confirmed slowdown fails (`regression`), an unconfirmed one passes
-(`suspected`). Marker arguments are `budget`, `iterations` and any matrix `defaults:`
-setting; a budget too short to decide passes with a warning (`--harness-strict` fails).
-
-Children fork from one warm interpreter per pytest process, so a test costs its budget,
-and unmarked sessions import nothing of harness but its names (`harness.pytestcall`).
+The test function is the step, run over and over in a child process (`harness.api.check`)
+with its fixtures pickled to it (or in a fork where they cannot be); a bad verdict fails
+the test with its words, a pass says the smallest leak the run could have missed.
+`harness_time` runs the same way, and `--harness-save NAME` / `--harness-compare NAME`
+compare step times and peak memory with a saved run (`regression` fails, `suspected`
+passes). A budget too short to decide passes with a warning (`--harness-strict` fails).
+Unmarked sessions import nothing of harness but its names (`harness.pytestcall`).
 """
 
 from __future__ import annotations
@@ -112,8 +106,8 @@ def _running_on(config: pytest.Config) -> RunOn:
 
 
 def _known_compare(config: pytest.Config) -> None:
-    """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
-    would pass every test as "not compared"), naming the saved ones."""
+    """Refuse `--harness-compare NAME` for a NAME never saved (a typo would pass
+    every test), naming the saved ones."""
     name = config.getoption("harness_compare")
     if name is None or name == config.getoption("harness_save"):
         return

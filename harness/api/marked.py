@@ -166,8 +166,8 @@ ONCE_FIX = ("\n  fix: let each call leave what it changes as it found it (a `mon
 
 
 def _runs_once(got: Checked) -> str | None:
-    """"runs once only: call 2 failed: ..." for a test whose second call failed after
-    its first passed (it changed what it runs on); else None."""
+    """"runs once only: call 2 failed: ..." where a first call passed and the second
+    failed (the test changed what it runs on); else None."""
     error = got.result.end.error
     if got.verdict != "crash" or error is None or error.call != 2:
         return None

@@ -116,8 +116,7 @@ def _said(exc: SpecError) -> InputError:
 
 def whole_budget(settings: Mapping[str, object], iterations: int | None, save: object,
                  baseline: object) -> Mapping[str, object]:
-    """A run kept or compared for step times measures its whole budget, not stopping at
-    a live `ok` (unless `min_iterations` or a length is set)."""
+    """A run kept or compared for step times measures its whole budget (no live `ok` stop)."""
     if iterations is not None or "min_iterations" in settings or (
             save is None and baseline is None):
         return settings
@@ -418,9 +417,8 @@ def pace(series: Series | None) -> float:
 def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., object],
           outdir: Path, budget: float | None, series: Series | None = None
           ) -> tuple[str, ...]:
-    """A leak's lines that grew, or one line saying why none is named: the where run
-    failed, ran past its deadline WHERE_TRIES times, or no site grew past a one-time
-    allocation. `series` is the measured run's, for the host's pace."""
+    """A leak's lines that grew, or one line saying why none is named (the where run
+    failed, timed out WHERE_TRIES times, or no site grew past a one-time allocation)."""
     room, _ = stop_room(result) or (None, "")
     took, made = result.timings.run_s, result.end.iterations or result.summary.iterations
     whole = run_as = attributed(cell, ("heap",), took or None, made or None, room)

@@ -510,8 +510,8 @@ class Point:
 
 
 def step_point(res: CellResult) -> Point | None:
-    """Step time per call: the user's median, banded by early and late medians scaled
-    to the user's terms (they are measured under the quiet heap)."""
+    """Step time per call: the user's median, banded by early and late medians (scaled
+    from the quiet heap's run to the user's terms)."""
     s = res.summary
     median = s.median_step_s
     if median is None:
@@ -704,8 +704,8 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
 
 def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
                  ) -> tuple[float, float]:
-    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread, so a few
-    spikes do not flatten the plot; what is left out is counted on the chart."""
+    """The [lo_q, hi_q] quantiles of ys widened by a quarter of their spread, so spikes
+    do not flatten the plot (those left out are counted on the chart)."""
     if not ys:
         return 0.0, 1.0
     v = sorted(ys)

@@ -172,8 +172,7 @@ def timed(bad: Result) -> bool:
 
 
 def cause_section(r: Report, row: str) -> str:
-    """`## Cause`: the row's `--find-cause` and `harness culprit` answers, quoted, each
-    only while still current (a stale one is said); empty where neither ran."""
+    """`## Cause`: the row's current `--find-cause` and `harness culprit` answers, quoted."""
     cause, culprit = r.causes.get(row), r.culprits.get(row)
     if cause is None and culprit is None:
         return ""
@@ -301,8 +300,7 @@ class IssueReporter(Reporter):
 
 
 def exact_pins(res: Result) -> tuple[str, ...]:
-    """A `pip:` image's environment as `name==X.Y.Z` pins: as installed, else its day's
-    resolved pins, else its requirements. Empty for other images."""
+    """A `pip:` image's `name==X.Y.Z` pins: as installed, else resolved, else required."""
     if not res.image.pip:
         return ()
     resolved = res.image.labels.get("pins", "").split()
@@ -432,7 +430,7 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
 def reproducer(bad: Result, script: str, good: Result | None, *, time: bool = False,
                memory: bool = True) -> str:
     """A stand-alone reproduction without harness: the first bad image's pins and a loop
-    over the scenario as long as the cell's run, printing the verdict's quantity."""
+    as long as the cell's run, printing the verdict's quantity."""
     name = script.rsplit("/", 1)[-1] or "scenario.py"
     asked = bad.settings.get("iterations", 1000)
     calls = calls_made(bad) or (asked if isinstance(asked, int) else 1000)

@@ -180,8 +180,8 @@ def gate(root: Path, given: Path | None = None,
 
 
 def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str | None:
-    """Why a recorded result does not answer for `cell` on `runtime` now (which part
-    of its run key differs), or None: the one reuse check of every command."""
+    """Why a recorded result does not answer for `cell` on `runtime` now, or None:
+    the one reuse check of every command."""
     if result is None:
         return "not run"
     return why_changed(result.key, key_of(cell, runtime))

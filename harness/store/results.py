@@ -104,8 +104,7 @@ def load_json(path: Path) -> JSON:
 
 @dataclass(frozen=True)
 class Cells:
-    """A results directory's cells as read: readable results, unreadable ones (id -> why),
-    and the stamps by which `results_line_of` copies result.json text into results.json."""
+    """A directory's cells as read: results, unreadable ones (id -> why), and stamps."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
@@ -185,7 +184,7 @@ def read_kept(read: Callable[[], T]) -> T:
 
 @contextlib.contextmanager
 def long_lived() -> Iterator[None]:
-    """Objects made so far left out of the cycle collector's passes until the block ends
+    """Freeze the objects made so far out of the collector's passes until the block ends
     (`gc.freeze`): read results hold no cycles. Cycles made inside are still collected."""
     gc.freeze()
     try:
@@ -208,11 +207,9 @@ class RunStore:
     @classmethod
     def open(cls, base: Path, name: str, resume: bool | Path,
              matrix: Path | None = None, started: float | None = None) -> RunStore:
-        """A new timestamped directory, or with `resume` a sweep of `name` to continue.
-
-        `resume` takes the given sweep, else the newest by recorded start (never a bisect's
-        or fit's); with `matrix`, only a sweep of that matrix file (`runs.resumable`). A new
-        directory is named by `started` (default now), on the local clock.
+        """A new timestamped directory (named by `started`, default now), or with
+        `resume` a sweep of `name` to continue: the given one, else the newest by recorded start;
+        with `matrix`, only a sweep of that matrix file (`runs.resumable`).
 
         Raises:
             InputError: --resume given but no sweep of this matrix to resume.
@@ -376,7 +373,7 @@ def _value(text: str, at: int) -> tuple[JSON, int]:
 
 def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
     """Some keys of the JSON object in `path`, read from its start until all are found
-    (results.json keeps its cells last); missing keys left out, {} for a broken file."""
+    (results.json keeps cells last); {} for a missing or broken file."""
     wanted = set(keys)
     found: dict[str, JSON] = {}
     try:

@@ -43,8 +43,7 @@ _INDENT = re.compile(rb"\n *")
 
 
 def as_written(raw: bytes) -> str | None:
-    """`results_line` made from the bytes `write_json` wrote (much faster than encoding);
-    None for a file written otherwise."""
+    """`results_line` from the bytes `write_json` wrote (faster than encoding), or None."""
     if (not raw.startswith(b'{\n "') or raw.count(_NO_HOST_SAMPLES) != 1
             or not raw.isascii()):
         return None

@@ -48,8 +48,7 @@ _SETTLED_NS = 1_000_000_000
 
 
 def _plan(root: Path) -> JSON:
-    """plan.json's content (shared: do not change it), reparsed only when the file changed;
-    None where missing or not JSON."""
+    """plan.json's content (shared: do not change it), reparsed only when changed, or None."""
     path = root / PLAN_FILE
     try:
         with path.open("rb") as f:
@@ -196,8 +195,7 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
 
 
 def matrix_file(root: Path, named: str = "") -> Path | None:
-    """The matrix file the run recorded, found from here (or from a directory above
-    `root`, for older relative paths); None: not found."""
+    """The matrix file the run recorded, found from here or above `root`; None if not."""
     named = named or matrix_named(root)
     if not named:
         return None
