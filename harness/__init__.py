@@ -9,8 +9,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Checked", "Swept", "__version__", "check", "sweep"]
 
-# The Python API (`harness.check`, `harness.sweep`: harness/api/) is imported on first
-# use, so `import harness` (the CLI, the pytest plugin) stays as cheap as it was.
+# The Python API (harness/api/) is imported on first use, so `import harness` stays cheap.
 _API = ("Checked", "Swept", "check", "sweep")
 
 

@@ -1,12 +1,10 @@
-"""Developer tooling shipped with the package: building the offline CPU test images
-(`harness images build`). Nothing in a sweep imports it.
+"""Developer tooling shipped with the package: `harness images build` builds the offline
+CPU test images from `images/images.yaml` (cached by tag + recipe hash). No sweep imports
+it.
 
-Build the offline CPU test images from `images/images.yaml` (cached by tag + recipe hash).
-
-Containers have no network, so Python packages are installed on the host with
-`pip install --target` (the host's Python minor matches the base image's) and COPYed
-on top of the debootstrapped base; `.pyc` files are baked in so `--rm` runs do not
-recompile on every start.
+Containers have no network, so packages are installed on the host with `pip install
+--target` (the host's Python minor matches the image's) and COPYed onto the
+debootstrapped base, with `.pyc` files baked in so `--rm` runs do not recompile.
 """
 
 from __future__ import annotations
@@ -53,9 +51,7 @@ class Recipe:
 
 
 def recipes_file(given: Path | None) -> Path:
-    """`--recipes`, else images/images.yaml in the working directory, else the one in
-    harness's own source tree: `harness images build NAME`, the fix line a missing test
-    image prints, works from any directory."""
+    """`--recipes`, else images/images.yaml here, else harness's own (any directory works)."""
     if given is not None:
         return given
     here = Path("images/images.yaml")
@@ -100,17 +96,12 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
           force: bool = False, jobs: int = 2, engine: Any = None) -> list[str]:
     """Build the named recipes (and their bases); skip tags whose recipe label matches.
 
-    What does not wait for an image does not wait for one: every pip recipe's context
-    (`pip install --target`, then `.pyc`) is prepared from the start, `jobs` at a time,
-    beside the shell recipes (the debootstrapped bases); each image is built as soon as
-    its base image and its context are there, so independent chains (base -> tf-*,
-    py37 -> ngc-*) overlap. Each image is still built once, after its base. Lines of
-    progress from a recipe's work start with its name.
+    Contexts are prepared `jobs` at a time from the start, and each image is built once its
+    base and context are there, so independent chains overlap.
 
     Raises:
         InputError: an unknown recipe name.
-        ImageUnavailable: a recipe failed (the first one in build order is raised,
-            once every image that stands on no failed recipe is built).
+        ImageUnavailable: a recipe failed (the first in build order, once all others are built).
     """
     if engine is None:
         engine = get_runtime("docker")      # docker-py loads here, paramiko hidden
@@ -199,8 +190,7 @@ def _image(engine: Any, r: Recipe, recipes: dict[str, Recipe], digest: str,
 
 def _context(r: Recipe, digest: str, progress: Progress,
              running: process.Running) -> Path:
-    """The build context of a pip recipe: its packages installed with `--target` and
-    compiled, kept (by recipe hash) in the cache for the next build.
+    """A pip recipe's build context (`--target` install, compiled), cached by recipe hash.
 
     Raises:
         ImageUnavailable: pip failed, or the recipe's interpreter is not here.

@@ -1,13 +1,10 @@
 """Checks before the first cell: what can be known on the host is not learnt from a
 container per image.
 
-`compile_scenarios` compiles every scenario file with the host's Python: a syntax error
-is the user's input (exit 2, file:line), not a crash to report against every image; so
-is a file with one of setup()/step() but not the other (`def stpe`), one whose setup or
-step is no function of one argument (`step = 5`, `def step():`), or whose setup() or
-step() calls sys.exit() or os._exit() (the agent's own check, `agent/scenariofile.py`'s
-`protocol_problem`, run on the host before any image is built). `whole_script` tells a
-plain script (neither), run whole once, for the progress line.
+`compile_scenarios` compiles every scenario with the host's Python, so a syntax error, a
+file with setup() but not step(), a setup/step that is no function of one argument, or
+one calling sys.exit() is the user's input error (exit 2, file:line), not a crash
+reported against every image. `whole_script` tells a plain script, run whole once.
 """
 
 from __future__ import annotations
@@ -26,20 +23,18 @@ from harness.thresholds import AnalysisConfig
 
 
 def decidable_iterations(settings: RunSettings, cfg: AnalysisConfig) -> int:
-    """Measured iterations that give `cfg.min_samples` memory samples from step samples
-    alone (one every `sample_every` calls): a run of this length can always decide."""
+    """Measured iterations that give `cfg.min_samples` memory samples: enough to decide."""
     return cfg.min_samples * settings.sample_every
 
 
 def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
                ) -> tuple[list[Cell], str | None]:
-    """`--iterations N` over cells with a time budget is their cap, raised to what a
-    decision needs (`decidable_iterations`): below it the budget's run stopped at N
-    calls with too few memory samples, read `ambiguous` and ran again up to what its
-    budget holds (`--iterations 50` on a 5 s budget: 50 calls, then 170), never the
-    short run asked for. The bound on every run of the cell (`asked_calls`) is raised
-    alike. Returns the cells and the sentence that says so, None where no cap was
-    raised."""
+    """Raise an `--iterations N` cap over budgeted cells (and their `asked_calls`) to what
+    a decision needs, else the run reads `ambiguous` and runs again anyway.
+
+    Returns:
+        The cells, and the sentence that says so (None where no cap was raised).
+    """
     out: list[Cell] = []
     raised: dict[int, list[str]] = {}
     for cell in cells:
@@ -61,15 +56,11 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
-    """Cells too short to ever decide a trend: a memory trend needs `min_samples`
-    samples at distinct calls, so fewer calls than that can never tell (timer samples of
-    slow steps may add samples, never distinct calls). Only how such a run ends (an
-    out-of-memory, a crash, a timeout) can be told from it.
+    """Cells too short to ever decide a memory trend (fewer calls than `min_samples`).
 
     Args:
-        refuse: The length came from the command line (`--iterations`): refuse it. A
-            length the matrix sets is the author's (a smoke run of a heavy scenario, an
-            OOM check): it is said, not refused.
+        refuse: The length came from `--iterations`: refuse it. A length the matrix sets is
+            the author's (a smoke run): it is said, not refused.
 
     Returns:
         One warning per length the matrix sets too short (without `refuse`).
@@ -142,8 +133,7 @@ _NOT_CALLABLE = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast
 
 
 def _bound_last(tree: ast.Module, name: str) -> ast.AST | None:
-    """The top-level statement (or the value it assigns) that binds `name` last: what
-    the module's `name` is once it has been imported."""
+    """The top-level statement (or value) that binds `name` last."""
     last: ast.AST | None = None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -159,8 +149,7 @@ def _bound_last(tree: ast.Module, name: str) -> ast.AST | None:
 
 
 def _takes_one(args: ast.arguments) -> bool:
-    """Whether a function with these parameters can be called with one positional
-    argument and nothing else."""
+    """Whether a function with these parameters takes exactly one positional argument."""
     positional = [*args.posonlyargs, *args.args]
     required = len(positional) - len(args.defaults)
     no_default = [d for d in args.kw_defaults if d is None]
@@ -168,10 +157,8 @@ def _takes_one(args: ast.arguments) -> bool:
 
 
 def call_problem(tree: ast.Module, script: Path) -> str | None:
-    """A protocol name the agent cannot call as `setup(params)` / `step(state)`: bound to
-    a value that is no function (`step = 5`), or a function (or lambda) whose parameters
-    do not take one argument (`def step():`). Decorated functions and names bound by a
-    call or an import are left to the agent, which checks them before setup()."""
+    """Why a protocol name cannot be called as `setup(params)` / `step(state)`, or None.
+    Decorated functions and names bound by calls or imports are left to the agent."""
     for name in PROTOCOL:
         node = _bound_last(tree, name)
         arg = ARGUMENT[name]
@@ -199,8 +186,7 @@ def call_problem(tree: ast.Module, script: Path) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def whole_script(script: Path) -> bool:
-    """A plain script (neither setup() nor step()): the agent runs it whole, once, and
-    no number of calls applies to it."""
+    """A plain script (neither setup() nor step()): run whole, once."""
     try:
         tree = parse_source(script.read_bytes(), str(script))
     except (OSError, SyntaxError, ValueError):

@@ -1,9 +1,8 @@
 """The host's CPU pressure (Linux PSI), read beside each host-side sample.
 
-`/proc/pressure/cpu`'s "some" line gives the share of time at least one runnable task
-waited for a CPU (avg10, percent over 10 s) and the total stall time (microseconds).
-The agent measures its own thread's run-queue delay; this says how busy the whole
-host was, for the report. Kernels without PSI (or with it disabled) give nothing.
+`/proc/pressure/cpu`'s "some" line: the share of time a runnable task waited for a CPU
+(avg10, percent) and the total stall (us). It says how busy the whole host was, beside
+the agent's own run-queue delay. Kernels without PSI give nothing.
 """
 
 from __future__ import annotations

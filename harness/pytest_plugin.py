@@ -4,41 +4,13 @@
     def test_parse_does_not_leak(sample_bytes):
         parse(sample_bytes)
 
-The test function is the step: the plugin runs it over and over in a child process
-(`harness.api.check`, the machinery of a `runtime: local` sweep), its fixture values
-set up once by pytest here and sent to the child (pickled; a test whose arguments cannot
-be pickled, or that is a method of a class, runs as a fork of this process instead, its
-arguments live), and the test fails on a bad verdict with its words,
-rule and figures ("harness: leak (rule leak): heap grows +1.1 KiB/call ..."). A pass
-says the smallest leak the run could have missed (`-rA` shows it as the test's
-"harness" section; the terminal summary lists every harness test; junit-xml gets it as
-a property).
-
-`@pytest.mark.harness_time(budget="2s")` runs the test the same way and, with
-`--harness-save NAME`, keeps the run under `<rootdir>/.harness/NAME/`; with
-`--harness-compare NAME` it runs again and compares step times and peak memory with the
-run saved as NAME: the sweep's pooled comparison, then rounds that must confirm a
-suspected change (`harness.api.run`: the saved code cannot run again, so each round
-is a fresh run of the current code against the saved run, not the sweep's interleaved
-B S B S rounds). A confirmed slowdown fails the test (`regression`); an unconfirmed one
-passes as `suspected`. A test with no saved run passes, said so in the summary; a NAME
-nothing was ever saved as (a typo) is a usage error naming the saved ones.
-
-Marker arguments: `budget` (or the first positional argument), `iterations`, and any run
-setting of a matrix's `defaults:` (`heap="stock"`, `warmup=50`, `timeout="2m"`). A test
-takes at most `overrun` budgets (4 unless set), its runs again included: a budget too
-short for a verdict passes it with a warning that names the budget that would decide
-(`--harness-strict`: fails it), since nothing was found against the code.
-The children are forked from one warm interpreter per pytest
-process, which imported the test module once (harness/agent/forkserver.py): a test costs
-its budget, not an interpreter's start and its imports. Under pytest-xdist each worker
-has its own; the saved runs are files written atomically, one directory per test.
-
-Nothing of harness but its names (`harness.pytestcall`) is imported
-until marked tests are to run: unmarked sessions pay for two marker lines and three
-options. Where some are, the warm interpreter is started, the first one's module
-imported in it, once they are collected, before the first test's clock
-(`harness.api.marked.ahead`).
+The test function is the step, run over and over in a child process (`harness.api.check`)
+with its fixtures pickled to it (or in a fork where they cannot be); a bad verdict fails
+the test with its words, a pass says the smallest leak the run could have missed.
+`harness_time` runs the same way, and `--harness-save NAME` / `--harness-compare NAME`
+compare step times and peak memory with a saved run (`regression` fails, `suspected`
+passes). A budget too short to decide passes with a warning (`--harness-strict` fails).
+Unmarked sessions import nothing of harness but its names (`harness.pytestcall`).
 """
 
 from __future__ import annotations
@@ -63,8 +35,7 @@ from harness.pytestcall import (
 
 
 def _is_name(name: str) -> bool:
-    """A folder name under .harness/: letters of any script and digits first, then
-    those, '.', '_' and '-' (no '/', no '..')."""
+    """A folder name under .harness/: a letter or digit, then those, '.', '_' and '-'."""
     return bool(name) and name[0].isalnum() and all(
         c.isalnum() or c in "._-" or unicodedata.category(c)[0] == "M" for c in name)
 
@@ -135,10 +106,8 @@ def _running_on(config: pytest.Config) -> RunOn:
 
 
 def _known_compare(config: pytest.Config) -> None:
-    """Refuse `--harness-compare NAME` where nothing was ever saved as NAME (a typo
-    would otherwise pass every test as "not compared"), naming the saved ones. A name
-    saved before, or saved in this same session, is known; a test with no run under a
-    known name still passes, said."""
+    """Refuse `--harness-compare NAME` for a NAME never saved (a typo would pass
+    every test), naming the saved ones."""
     name = config.getoption("harness_compare")
     if name is None or name == config.getoption("harness_save"):
         return
@@ -163,9 +132,7 @@ def _known_compare(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """Once the tests are collected, before the first one's clock: where some are marked,
-    what they fork from started (`harness.api.marked.ahead`). Under xdist, in each
-    worker (the controller collects nothing)."""
+    """After collection, start what marked tests fork from (`marked.ahead`)."""
     if session.config.option.collectonly or not any(
             item.get_closest_marker(LEAKS) or item.get_closest_marker(TIME)
             for item in session.items):
@@ -190,10 +157,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 class _Summary:
-    """Each harness test's line, from this process's reports and from xdist's workers'
-    (their reports carry user_properties), listed in the terminal summary; then the tests
-    that ran on past an undecided first run, and what a busy host did to the wall clock,
-    once for the session."""
+    """Each harness test's line (here and from xdist workers) and the session's lines."""
 
     def __init__(self, run_on: RunOn) -> None:
         self.run_on = run_on
@@ -230,9 +194,7 @@ class _Summary:
 
 def summary_lines(ran_on: list[tuple[bool, float]], took: list[float], run_on: RunOn,
                   short: int = 0) -> list[str]:
-    """The session's lines: the tests that ran on past an undecided first run (how many
-    it decided, what they took, within what), and where the host stretched the marked
-    tests' wall clock, by how much."""
+    """The session's lines: tests run on past an undecided first run, and host load."""
     out = []
     if ran_on:
         decided = sum(1 for d, _ in ran_on if d)

@@ -1,35 +1,12 @@
-"""What the pytest plugin (`harness/pytest_plugin.py`, loaded in every pytest session) and
-a marked test's run (`harness.api.marked`, loaded once one runs) share, below both and
-importing nothing of harness, so the plugin loads no more of harness than this: the
-plugin's names (the markers, the report's keys, the saved runs' folder and the
-session's allowance for running undecided tests on, `RunOn`), and a marked test's
-fixtures, for every call of it in the child process: each call sees what pytest's one
-call would.
+"""What the pytest plugin and a marked test's run (`harness.api.marked`) share, importing
+nothing of harness so the plugin stays light: the plugin's names and `RunOn`, and a marked
+test's fixtures for every call in the child.
 
-pytest sets a function-scoped fixture up once for a test's one call; harness calls the
-test thousands of times. Shared by those calls, a fixture whose state builds up with use
-reads as a leak that only the sharing made (`monkeypatch`'s undo list grows with every
-`setattr`: +90 B/call), or fails a later call (a `capfd` still holding what the call
-before wrote). So the plugin (`harness.api.marked`) sends the child a `Calls`: the
-values every call shares, those each call gets its own copy of, and the pytest fixtures
-the child makes itself (`Made`), each reset, or set up again, after every call:
-
-- `monkeypatch`: one, its `undo()` after every call (what pytest's teardown does);
-- `caplog`: one handler on the root logger (as pytest's, at its `log_level`); after
-  every call the levels `set_level` changed are restored, its records and text dropped,
-  and the next call gets a new `caplog`;
-- `capsys`, `capfd` (and `capsysbinary`, `capfdbinary`, `capteesys`): capturing from
-  the first call to the last, what a call wrote read and dropped after it
-  (`readouterr()`);
-- `recwarn`: set up again for every call (a new recorder; the warning filters restored);
-- a function-scoped fixture's value that can change (a list, a dict, an object; not a
-  number, a string, a path or a tuple of those) is unpickled again for every call, up to
-  `FRESH_MOST` bytes pickled: a larger one is shared.
-
-Wider-scoped fixtures (module, session) are shared, as pytest shares them. The scenario
-`harness.check` writes calls `Calls.start` in its setup, `Calls.next` after every call
-and `Calls.close` at its teardown. This module imports pytest: the host builds a `Calls`
-(under pytest), the child runs it (where the test module imported pytest already).
+harness calls a test thousands of times where pytest calls it once, and a shared fixture
+can build up state (read as a leak) or carry one call's output into the next. So the
+child gets a `Calls`: values shared, values copied per call (up to `FRESH_MOST` bytes),
+and fixtures it makes itself (`Made`), reset after every call as pytest's teardown would.
+Wider-scoped fixtures are shared, as pytest shares them.
 """
 
 from __future__ import annotations
@@ -58,17 +35,15 @@ from _pytest.logging import (
 )
 
 MONKEYPATCH, CAPLOG, CAPTURE, RECWARN = "monkeypatch", "caplog", "capture", "recwarn"
-# A function-scoped value pickled larger than this is shared by the calls, not copied
-# for each: unpickling it would be most of a call (and of what its step times measure).
+# A function-scoped value pickled larger than this is shared, not copied per call:
+# unpickling it would dominate the measured step.
 FRESH_MOST = 1 << 20
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, PurePath)
 
 
 @dataclass(frozen=True)
 class Made:
-    """A pytest fixture the child makes itself: its kind; for a capture, the capture
-    class's name (`_pytest.capture`) and its options; for caplog, the level and format
-    of pytest's own caplog handler."""
+    """A pytest fixture the child makes itself: its kind and the options to make it with."""
 
     kind: str
     capture: str = ""
@@ -79,8 +54,7 @@ class Made:
 
 
 def made_for(value: object, config: pytest.Config) -> Made | None:
-    """The `Made` for a fixture value pytest set up that the child makes itself, else
-    None (a value sent as it is)."""
+    """The `Made` for a fixture value the child makes itself, else None (sent as is)."""
     if isinstance(value, pytest.MonkeyPatch):
         return Made(MONKEYPATCH)
     if type(value) is pytest.WarningsRecorder:
@@ -101,8 +75,7 @@ def made_for(value: object, config: pytest.Config) -> Made | None:
 
 
 def changeable(value: object) -> bool:
-    """Whether a call could change the value in place (anything but numbers, strings,
-    bytes, paths and tuples or frozensets of those)."""
+    """Whether a call could change the value in place (not an immutable scalar or tuple)."""
     if isinstance(value, (tuple, frozenset)):
         return any(changeable(v) for v in value)
     return not isinstance(value, _ATOMS)
@@ -161,14 +134,11 @@ class _Caplog:
 class _Capture:
     def __init__(self, made: Made) -> None:
         kind = getattr(_capture, made.capture)
-        # No request: `capsys.disabled()` (which asks pytest's capture manager) has none
-        # in the child.
+        # No request: the child has no capture manager for `capsys.disabled()`.
         self.value: pytest.CaptureFixture[str] = pytest.CaptureFixture(
             kind, None, config=dict(made.options), _ispytest=True)  # type: ignore[arg-type]
         self.value._start()
-        # A file descriptor's capture reads and empties its files in 8 system calls a
-        # call; their sizes (2) tell whether the call wrote anything (+21 us a call down
-        # to +5 us where it did not).
+        # Check the files' sizes first: reading and emptying them costs far more.
         multi = self.value._capture
         self.files = [getattr(c, "tmpfile", None) for c in (multi.out, multi.err)] \
             if multi is not None and made.capture.startswith("FD") else []
@@ -209,15 +179,9 @@ _FRESH_FILTERS = (("default", DeprecationWarning, "__main__"),
 
 
 def as_a_fresh_child() -> None:
-    """Where the calls run in a fork of pytest's process (a test whose arguments cannot be
-    pickled), what pytest set up around the test's one call there, and a fresh child
-    (the warm interpreter's) has not, undone before the first: its log capture's handlers
-    on the root logger, which keep every record (a warning logged per call read +1.1
-    KiB/call), its record of the warnings shown, which keeps each (a DeprecationWarning
-    per call, +409 B/call), and its hooks that keep unraisable and thread exceptions: the
-    warning filters are a fresh interpreter's, and a warning shown is written to stderr,
-    as a fresh child does. In a fresh child, nothing to undo; never in pytest's own
-    process, whose state it is."""
+    """In a fork of pytest's process, undo what pytest set up around the test that a fresh
+    child lacks (log handlers and warning records, which read as leaks; exception hooks).
+    Nothing to do in a fresh child; never in pytest's own process."""
     root = logging.getLogger()
     for handler in [h for h in root.handlers if isinstance(h, LogCaptureHandler)]:
         root.removeHandler(handler)
@@ -251,12 +215,9 @@ def _live(made: Made) -> _Live:
 
 @dataclass
 class Calls:
-    """A marked test's keyword arguments for every call (sent to the child pickled, or
-    live in a fork of pytest's process): `shared` by every call, `fresh` (pickled)
-    unpickled again for each, `copied` (in a fork: values that cannot be pickled) deep
-    copied for each, and the pytest fixtures the child makes itself (`made`), reset
-    after each; `forked`: the child is a fork of pytest's process, started as a fresh
-    one (`as_a_fresh_child`). In the child, `kwargs` is what the next call takes."""
+    """A marked test's keyword arguments for every call: `shared`, `fresh` (unpickled per
+    call), `copied` (deep-copied per call, in a fork), and fixtures the child makes
+    (`made`), reset after each call. In the child, `kwargs` is what the next call takes."""
 
     shared: dict[str, object]
     fresh: bytes
@@ -281,8 +242,7 @@ class Calls:
         return self
 
     def next(self) -> None:
-        """After a call: each fixture made reset (the last made first), the next call's
-        arguments set."""
+        """After a call: reset each fixture made (last first); set the next call's arguments."""
         for live in reversed(self._live.values()):
             live.reset()
         self._next_kwargs()
@@ -318,17 +278,14 @@ OVERRUN, ALLOWANCE = 16, "5m"   # --harness-overrun, --harness-allowance: their 
 
 @dataclass
 class RunOn:
-    """How far the session's undecided tests may run on (`--harness-overrun`,
-    `--harness-allowance`) and what they have spent of it."""
+    """How far the session's undecided tests may run on, and what they have spent."""
 
     overrun: int            # budgets a test takes in all, its runs again included
     allowance: float        # seconds past their first runs, the session's tests together
     spent: float = 0.0
 
     def overrun_for(self, budget: float) -> int | None:
-        """The `overrun` a test of `budget` seconds runs under: the session's, less what
-        would pass the allowance left; None once that leaves no more than the check's
-        own 4 budgets."""
+        """The `overrun` for a test of `budget` s within the allowance; None if used up."""
         left = self.allowance - self.spent
         most = min(self.overrun, int(1.0 + left / budget)) if budget > 0 else self.overrun
         return most if most > 4 else None

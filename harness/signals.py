@@ -1,8 +1,7 @@
 """Signals for long commands: SIGTERM and SIGINT both end one through KeyboardInterrupt.
 
-A low module (stdlib only) so that the commands (`harness.cli`) and the code that runs
-inside a Slurm job (`harness.runtimes.slurm`) share it without the runtime layer
-importing the command-line layer.
+Stdlib only, so the CLI and code inside a Slurm job (`harness.runtimes.slurm`) share it
+without the runtime layer importing the CLI.
 """
 
 from __future__ import annotations
@@ -14,8 +13,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-# Set while a long command runs cells (inside `interruptible()`): a closed stdout or
-# stderr then ends it as Ctrl-C does (`stream_closed`).
+# Set while a long command runs cells: a closed stdout/stderr then ends it (`stream_closed`).
 _RUNNING = threading.Event()
 
 
@@ -23,7 +21,7 @@ _RUNNING = threading.Event()
 def interruptible() -> Iterator[None]:
     """SIGTERM and SIGINT both end a long command through KeyboardInterrupt, so running
     cells are killed and finished ones kept. SIGINT is set too because a shell starts
-    background jobs with it ignored, and Python then keeps it ignored."""
+    background jobs with it ignored."""
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
@@ -39,11 +37,9 @@ def interruptible() -> Iterator[None]:
 
 
 def stream_closed() -> bool:
-    """The reader of stdout or stderr left (`harness sweep m.yaml 2>&1 | head -1`), or
-    the stream cannot be written (`>/dev/full`). While cells run, nobody sees their
-    progress any more: the command ends as an interruption (KeyboardInterrupt in the
-    main thread, whichever thread wrote), so finished cells are kept and `--resume`
-    continues. True when it did; outside a run the command goes on to its own exit."""
+    """The reader of stdout or stderr left, or the stream cannot be written: while cells
+    run, the command ends as an interruption (KeyboardInterrupt in the main thread), so
+    finished cells are kept for `--resume`. True when it did; outside a run, False."""
     if not _RUNNING.is_set():
         return False
     _RUNNING.clear()        # once: the message of the interruption may fail to print too
@@ -51,7 +47,7 @@ def stream_closed() -> bool:
     if main is None or not hasattr(signal, "pthread_kill"):
         _thread.interrupt_main()
         return True
-    # A real SIGINT to the main thread, as Ctrl-C: it wakes a main thread blocked in a
-    # wait (on the lanes, on a lock), which interrupt_main's flag alone would not.
+    # A real SIGINT, as Ctrl-C: it wakes a main thread blocked in a wait, which
+    # interrupt_main's flag alone would not.
     signal.pthread_kill(main, signal.SIGINT)
     return True

@@ -56,8 +56,7 @@ __all__ = ["Checked", "Swept", "check", "sweep"]
 
 def __getattr__(name: str) -> object:
     if name == "sweep":
-        # lazy: a sweep's reports and progress (rich); `check` and the pytest plugin's
-        # marked tests need none of them (~0.1 s of imports per pytest process)
+        # lazy: a sweep's reports and progress (rich); `check` and marked tests need none
         from harness.api.matrix import sweep
 
         return sweep

@@ -23,17 +23,14 @@ class Checked:
 
     Attributes:
         result: The cell's result, as a sweep stores it in result.json.
-        root: The results directory that was kept (`check(..., out=DIR)`), else None.
-        where: For a leak, the lines that grew, from a short run under tracemalloc
-            ("heap: +0.3 KiB/call at test_cache.py:9 test_remembers (CACHE.append(x))"),
-            or one line saying why none is named; else empty.
-        took: (wall seconds, the run's own seconds) its calls ran: where the first is
-            much the larger, the host's other work took the difference. None where
-            the run did not say.
-        wall_s: The seconds the check took, its process's start, warm-up and the
-            where run included.
-        load: The host's one-minute load average per CPU as the check ended (None
-            where unknown).
+        root: The results directory kept (`check(..., out=DIR)`), else None.
+        where: For a leak, the lines that grew under a short tracemalloc run ("heap: +0.3
+            KiB/call at test_cache.py:9 test_remembers (CACHE.append(x))"), or one line
+            saying why none is named; else empty.
+        took: (wall seconds, the run's own seconds) of its calls; a much larger first is the
+            host's other work. None where the run did not say.
+        wall_s: The seconds the whole check took.
+        load: The host's one-minute load average per CPU at the end (None where unknown).
     """
 
     result: CellResult
@@ -45,9 +42,7 @@ class Checked:
 
     @property
     def busy(self) -> str:
-        """What the host's other work did to the check, where it did enough to say
-        (`thresholds.host_busy`): its calls' own seconds stretched, or, on a host loaded
-        past its CPUs, the check's whole time past three times its calls' own; else ""."""
+        """What the host's other work did to the check (`thresholds.host_busy`); else ""."""
         if self.took is None:
             return ""
         wall, own = self.took
@@ -88,8 +83,7 @@ class Checked:
 
     @property
     def floor(self) -> float | None:
-        """For a good verdict, the smallest steady leak the run could have missed, in
-        bytes per call (None for other verdicts, or where no memory trend said)."""
+        """For a good verdict, the smallest steady leak it could miss (B/call); else None."""
         return missed_rate(self.result)
 
     @property
@@ -99,8 +93,7 @@ class Checked:
 
     @property
     def traceback(self) -> str:
-        """Where the step raised (a `crash`): the traceback from the function's own
-        frames on ("" when it did not raise)."""
+        """Where the step raised (a `crash`), from its own frames on; else ""."""
         error = self.result.end.error
         if error is None or not error.traceback:
             return ""
@@ -111,8 +104,7 @@ class Checked:
                          if start else lines)
 
     def __str__(self) -> str:
-        """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good verdict ends with its
-        floor, and a comparison with a saved run with the pooled step times."""
+        """"leak (rule leak): heap grows +1.1 KiB/call ..."; a good one ends with its floor."""
         text = f"{self.verdict} (rule {self.rule or '-'}): {self.reason}"
         vs = self.result.vs_baseline
         more = [missed_words(self.result)]
@@ -133,8 +125,7 @@ class Swept:
         report: The report model every renderer reads.
         root: The results directory (its report.md, report.html, junit.xml).
         exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
-        cells: Each cell's `Checked`, by cell id (`swept.cells["a.cpu.s"].verdict`;
-            `.values()` for every one); `bad` lists the ids of the bad ones.
+        cells: Each cell's `Checked` by cell id; `bad` lists the bad ones' ids.
     """
 
     report: Report

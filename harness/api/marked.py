@@ -110,9 +110,7 @@ def run(item: pytest.Function, marks: list[pytest.Mark], timed: bool) -> None:
 
 
 def _warnings_shown(got: Checked) -> None:
-    """The warnings the test's calls showed in its child process (the scenario's
-    `info`), raised again here at their own file and line, so pytest's warnings summary
-    lists them as it would without the marker."""
+    """Re-raise the child's warnings at their own file and line, for pytest's summary."""
     info = got.result.end.info or {}
     shown = info.get("warnings")
     for entry in shown if isinstance(shown, list) else ():
@@ -124,16 +122,13 @@ def _warnings_shown(got: Checked) -> None:
 
 
 def _category(module: str, name: str) -> type[Warning]:
-    """The warning's class by its module and name, where this process has it; else
-    UserWarning."""
+    """The warning's class by module and name where this process has it; else UserWarning."""
     found = getattr(sys.modules.get(module), name, None) if "." not in name else None
     return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
 
 
 def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
-    """What the test's runs past its first took, spent from the session's allowance and
-    kept for the summary (`pytest_plugin.summary_lines`), with its calls' wall and own
-    seconds (a busy host is said once for the session)."""
+    """Spend the test's reruns from the session's allowance and keep its times for the summary."""
     if got.took is not None:
         item.user_properties.append((TOOK, f"{got.took[0]:.3f} {got.took[1]:.3f}"))
     again = got.result.attempts[1:]
@@ -147,14 +142,9 @@ def _ran_on(item: pytest.Function, got: Checked, run_on: RunOn | None) -> None:
 
 
 def ahead(items: Sequence[pytest.Item]) -> None:
-    """Before a session's first test (the plugin's `pytest_runtestloop`): the warm server
-    its marked tests fork from started in the environment the first marked module-level
-    test's markers make, that test's module imported in it (`harness.api.run.warm_ahead`),
-    and the agent loaded here for tests that run as a fork of this process: the first
-    marked test costs what the later ones do. Only the first's module: one whose import
-    starts a thread makes the server preload nothing from then on, which would cost
-    every test of the modules imported before it. What fails here is left for the tests
-    to say."""
+    """Before a session's first test, start the warm server its marked tests fork from (with
+    the first marked test's module imported) and load the agent here, so the first marked
+    test costs what later ones do. Failures are left for the tests to say."""
     with contextlib.suppress(OSError, ImportError):
         forkserver(AGENT_DIR / "forkserver.py")
     for item in items:
@@ -176,10 +166,8 @@ ONCE_FIX = ("\n  fix: let each call leave what it changes as it found it (a `mon
 
 
 def _runs_once(got: Checked) -> str | None:
-    """"runs once only: call 2 failed: AssertionError at test_x.py:144": a test whose
-    first call passed and whose second failed (it changed what it runs on: patched its
-    own module, say) cannot be called over and over, and did what pytest's one call
-    does; None for any other end (a first call that failed is the test's failure)."""
+    """"runs once only: call 2 failed: ..." where a first call passed and the second
+    failed (the test changed what it runs on); else None."""
     error = got.result.end.error
     if got.verdict != "crash" or error is None or error.call != 2:
         return None
@@ -189,30 +177,24 @@ def _runs_once(got: Checked) -> str | None:
 
 
 def _warn(item: pytest.Function, text: str) -> None:
-    """A warning that stands at the test (its file and line, the line shown), not at
-    harness's own file."""
+    """A warning that stands at the test's file and line, not at harness's own."""
     item.warn(pytest.PytestWarning(text))
 
 
 # The words of a sweep that name its command line and matrix, as the marker names them.
 MARKER_RUNS_NO_MORE = "(it runs no more: raise the marker's budget= or iterations= for it)"
-# The tail a decided verdict's reason ends with where a run again would pass its
-# `overrun` bound (`stages.measure.unrun`): why it was not looked at again.
+# The tail of a decided verdict's reason saying why it was not run again (`measure.unrun`).
 _AS_READ = re.compile(rf"; {re.escape(AS_READ)} [^;]*")
 
 
 def marker_words(text: str, decided: bool) -> str:
-    """A verdict's words as the plugin says them: the marker's arguments (`budget=`,
-    `iterations=`) where a sweep names its command line; a decided verdict without why
-    it was not run again."""
+    """A verdict's words with the marker's arguments where a sweep names its command line."""
     text = text.replace(RUNS_NO_MORE, MARKER_RUNS_NO_MORE)
     return _AS_READ.sub("", text) if decided else text
 
 
 def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
-    """An undecided test's fix line: the budget its reason says would decide, where it is
-    larger than the one set; a quieter machine where the host was too busy (rule
-    `busy-host`: a longer budget is no cure); else twice its budget, 10 s at least."""
+    """An undecided test's fix line: the budget that would decide, a quieter host, or 2x."""
     wants = WANTS.search(reason)
     if wants and (budget is None or float(wants.group(1)) > budget):
         return f"\n  fix: run longer, e.g. @pytest.mark.{mark}(budget=\"{wants.group(1)}s\")"
@@ -225,9 +207,7 @@ def fix_for(reason: str, rule: str, budget: float | None, mark: str) -> str:
 
 def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
              note: str) -> None:
-    """The test's end from its verdict: passed (said), passed with a warning
-    (undecided), or failed with its words. A busy host is said at a test only where it
-    did not pass (its verdict's context); the session's summary says it once."""
+    """The test's end: passed, passed with a warning (undecided), or failed with its words."""
     busy = got.busy if not got.ok else ""
     text = marker_words(str(got), got.verdict not in UNDECIDED) + "".join(
         f"; {more}" for more in (note, busy) if more)
@@ -237,10 +217,8 @@ def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
     budget = _arguments(item, marks)[0]
     fix = fix_for(got.reason, got.rule, parse_duration(budget) if budget is not None
                   else None, marks[-1].name)
-    # An unconfirmed change (`suspected`) passes, as a sweep exits 0 with one; an
-    # undecided one (nothing found against the code, its budget too short to clear it)
-    # passes with a warning, as a sweep's exit 4 is not a bad cell's 1: `--harness-strict`
-    # fails it.
+    # `suspected` passes, as a sweep exits 0; undecided passes with a warning, as a
+    # sweep's exit 4 is not a bad cell's 1 (`--harness-strict` fails it).
     if got.ok or got.verdict == "suspected":   # a failure says it in its message
         item.add_report_section("call", PROPERTY, f"harness: {text}\n")
     elif got.verdict in UNDECIDED and not item.config.getoption("harness_strict"):
@@ -255,9 +233,7 @@ def _verdict(item: pytest.Function, got: Checked, marks: list[pytest.Mark],
 
 
 def _outcome(error: AgentError | None) -> None:
-    """A skip or xfail the test raised itself in its child (`pytest.skip`, `importorskip`,
-    `pytest.xfail`; the end record names the exception): the test ends as pytest would
-    end it, not as a crash."""
+    """A skip or xfail the test raised in its child ends the test as pytest would."""
     if error is not None and error.type == "Skipped":
         pytest.skip(error.message)
     if error is not None and error.type == "XFailed":
@@ -265,8 +241,7 @@ def _outcome(error: AgentError | None) -> None:
 
 
 def as_marker(text: str, mark: str) -> str:
-    """`harness.check`'s refusal of an argument in the words of the marker that gave it:
-    `settings['budgt']` is the marker's `budgt=`."""
+    """`harness.check`'s refusal of an argument in the marker's words."""
     text = re.sub(r"^harness\.check: settings\['(\w+)'\]", rf"@pytest.mark.{mark}(\1=...)",
                   text)
     return re.sub(r"^harness\.check: ", f"@pytest.mark.{mark}: ", text)
@@ -297,11 +272,8 @@ def _arguments(item: pytest.Function, marks: list[pytest.Mark]
 
 def _fixtures(item: pytest.Function, fn: object
               ) -> tuple[dict[str, object] | Calls, str | None]:
-    """The test function's arguments as pytest set them up; where one builds up with use
-    (docs/pytest.md), made again for every call (`Calls`). And why the test must run as
-    a fork of pytest's process, its arguments live (None: they can be sent to the warm
-    interpreter's child, pickled): one cannot be pickled (a lambda, a local class, a
-    closure), or a `monkeypatch` another fixture used has what it set only here."""
+    """The test's arguments as pytest set them up (`Calls`), and why the test must run as a
+    fork of pytest's process (None: all pickle and no fixture used `monkeypatch`)."""
     try:
         names = list(inspect.signature(fn).parameters)   # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -342,8 +314,7 @@ def _fixtures(item: pytest.Function, fn: object
 
 
 def argument_named(item: pytest.Function, name: str) -> str:
-    """"parameter `typ` of parametrize" (a value `parametrize` gives the test itself) or
-    "fixture `typ`" (an indirect parameter's included)."""
+    """"parameter `typ` of parametrize" or "fixture `typ`"."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
     direct = not defs or getattr(defs[-1].func, "__name__", "") == "get_direct_param_fixture_func"
     callspec = getattr(item, "callspec", None)
@@ -370,17 +341,14 @@ def _copies(value: object) -> bool:
 
 
 def _function_scoped(item: pytest.Function, name: str) -> bool:
-    """Whether pytest sets the argument up for each test (a function-scoped fixture, a
-    parameter): wider-scoped ones are shared by tests, and so by the calls."""
+    """Whether pytest sets the argument up per test (wider scopes are shared)."""
     info = getattr(item, "_fixtureinfo", None)
     defs = getattr(info, "name2fixturedefs", {}).get(name) or ()
     return not defs or getattr(defs[-1], "scope", "function") == "function"
 
 
 def _unused(item: pytest.Function, name: str, value: object) -> list[str]:
-    """Why a test whose `monkeypatch` another fixture used before it runs as a fork of
-    pytest's process: the patches were made there, and a fresh child starts without them
-    (environment variables apart: the child is given pytest's environment as it is)."""
+    """Why a test whose fixtures used `monkeypatch` runs as a fork: the patches exist only here."""
     attrs = len(getattr(value, "_setattr", None) or ())
     items = sum(1 for d, _, _ in getattr(value, "_setitem", None) or () if d is not os.environ)
     if not isinstance(value, pytest.MonkeyPatch) or not (attrs or items):

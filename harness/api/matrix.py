@@ -23,13 +23,11 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
           = "reports", select: str | None = None, budget: str | float | None = None,
           iterations: int | None = None, runtime: str | None = None, resume: bool = False,
           progress: bool = False) -> Swept:
-    """Run a matrix as `harness sweep MATRIX` does: the same cells, decisions and
-    results directory with its reports, without printing the table.
+    """Run a matrix as `harness sweep MATRIX` does, without printing the table.
 
     Args:
-        matrix: A matrix file, or its content as a dict (its relative scenario paths
-            then read from the current directory; it is written into a temporary file,
-            which `--resume` cannot find again: pass a file to resume).
+        matrix: A matrix file, or its content as a dict (relative scenario paths read from
+            the current directory; written to a temporary file, so not resumable).
         out: The reports folder (`--out`): results go to OUT/NAME/TIMESTAMP/.
         select: Only the cells whose id matches (`-k`).
         budget: Every cell's time budget (`--budget`).

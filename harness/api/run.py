@@ -1,32 +1,11 @@
 """`harness.check`: one function run as one cell of a local matrix, the sweep's way; the
 cell against a saved run of its code, and a checked leak's lines.
 
-A saved run (the pytest plugin's `--harness-compare NAME`, `harness.api.check(...,
-baseline=...)`): the same comparison as a sweep row's (`stages.settle.against_row`):
-the pooled step times, peaks and CPU times, then, where they leave a doubt (a suspected
-change, a busy host), the rounds it plans, run as a row's are (`stages.settle.run_plan`:
-`stages.settle.run_rounds`), and the verdict from the one table.
-
-What cannot be the same: a sweep's rounds run baseline and suspect alternately
-(B S B S), so drift of the host hits both alike. A saved run's code is gone (it was
-another commit), so it cannot run again: here each round runs the current cell afresh
-(shorter, as `stages.settle.round_cell` makes it) and compares its statistic with the
-saved run's (`analysis.stepreading.run_stat`, both put at one CPU speed by the agent's
-canary loop: `speed_scaled`), and `analysis.baseline.decide_rounds` decides over the
-rounds, as it does in a sweep (every usable round must agree, and the interval clear
-`min_ratio`). A change that came from a burst of load in the first run does not come
-back in its rounds; a host that is slower throughout than when the run was saved (a
-loaded CI machine, another CPU) is corrected only as far as the canary sees it: save
-and compare on the same machine.
-
-A checked leak's lines (`Checked.where`): the cell run again briefly under tracemalloc
-(`harness explain`'s run, `explain.plan.attributed`), its sites named in the step's own
-file ("test_x.py:9 test_f (CACHE.append(x))"). A budgeted check's run is bounded by its
-budget: a marked test of 0.5 s whose 5 ms step leaked ran 200 warm-up calls and 294
-more under tracemalloc, 2.8 s, after its 1.8 s run. Its deadline is wall seconds, so
-it is the budget at the host's pace: the measured run's wall seconds per second of
-its own, and twice that again, WHERE_TRIES runs in all, where the deadline ended a
-run before its lines (a busy host left a 0.3 s leak's lines out in 3 of 10 runs).
+A saved run is compared as a sweep row is (`stages.settle.against_row`, `run_plan`), except
+that its code cannot run again: each round runs the current cell afresh against the saved
+statistic, both scaled to one CPU speed by the agent's canary, so save and compare on the
+same machine. A leak's lines (`Checked.where`) come from a brief rerun under tracemalloc,
+bounded by the budget at the host's pace and retried up to WHERE_TRIES times.
 """
 
 from __future__ import annotations
@@ -92,21 +71,14 @@ if TYPE_CHECKING:
 
 
 Progress = Callable[[str], None]
-# A check (a marked test) takes at most this many budgets in all, its runs again
-# included, unless its settings say otherwise: a budget too short for a verdict ends
-# `ambiguous`, saying the budget that would decide (`stages.measure.too_short`).
+# A check takes at most this many budgets in all, reruns included; past it, `ambiguous`.
 OVERRUN = 4
-# A budgeted check's warm-up spends at most this share of its budget and its measured
-# phase the rest (RunSettings.warmup_share): a marked test costs its budget, where 200
-# warm-up calls of 3 ms before a 0.5 s budget cost it twice (issue 62).
+# A budgeted check's warm-up spends at most this share of its budget.
 WARMUP_SHARE = 0.2
 
 
 def bounded(asked: Mapping[str, object], seconds: float | None) -> Mapping[str, object]:
-    """A budgeted check's deadline, unless its settings set `timeout`: its `overrun`
-    bound (overrun x budget) plus two call timeouts (the setup's, a step's), a wide
-    margin past what a run that ends takes, so a run that hangs (a step waiting on a
-    thread a fork lost) ends `timeout` in minutes, not at the matrix's 20."""
+    """A budgeted check's deadline (overrun x budget + 2 call timeouts) unless `timeout` is set."""
     overrun = asked.get("overrun")
     if seconds is None or "timeout" in asked or not isinstance(overrun, (int, float)):
         return asked
@@ -144,9 +116,7 @@ def _said(exc: SpecError) -> InputError:
 
 def whole_budget(settings: Mapping[str, object], iterations: int | None, save: object,
                  baseline: object) -> Mapping[str, object]:
-    """A run kept or compared for its step times measures its whole budget: a live `ok`
-    on memory would stop it after a few hundred calls, too few step times to compare
-    (unless the caller set `min_iterations` or a fixed length)."""
+    """A run kept or compared for step times measures its whole budget (no live `ok` stop)."""
     if iterations is not None or "min_iterations" in settings or (
             save is None and baseline is None):
         return settings
@@ -176,8 +146,7 @@ class _Session:
     sweep: Sweep
 
     def measure(self) -> Measured:
-        """The cell run and decided as a sweep runs each cell (`Sweep.run_cell`), its
-        result written into the store."""
+        """Run and decide the cell as a sweep does, writing its result into the store."""
         s = self.cell.settings
         self.sweep.progress(f"{self.cell.id}: running (" + (
             f"{s.iterations} calls" if s.run_budget is None else
@@ -190,8 +159,7 @@ class _Session:
 
 
 def _hang_said(timeout: float) -> str:
-    """When a call that does not return ends a run, in words: the agent's call timeout,
-    and the first call's (it may compile: it ends only as the deadline nears)."""
+    """When a call that does not return ends a run, in words."""
     later, first = call_timeout(timeout), DEADLINE_SHARE * timeout
     return (f"a call that does not return in {later:g} s" + (
         f" (the first in {first:g} s)" if first > later else "")
@@ -210,8 +178,7 @@ def _session(text: str, matrix_file: Path, root: Path, progress: Progress,
              if cell.settings.run_budget is not None else cell for cell in matrix.cells]
     compile_scenarios(cells)
     engines = Engines.for_matrix(matrix, "local")
-    # One check after another (a test suite's marked tests): each run forked from a warm
-    # interpreter that imported the agent and the step's module once, where it can be.
+    # Each run forked from a warm interpreter that imported the agent and step once.
     engines.default.run_warm()
     engines.start(cells)
     store = RunStore(root, durable)
@@ -241,42 +208,29 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False, here: bool = False) -> Checked:
     """Run `step` over and over in a child process, as one cell of a local sweep, and
-    decide: leak, plateau, slowdown, ok, crash, ... The child is forked from a warm
-    interpreter kept for this process, which imported `step`'s module once (docs/pytest.md,
-    "One warm interpreter").
+    decide: leak, plateau, slowdown, ok, crash, ... The child forks from a warm interpreter
+    that imported `step`'s module once (docs/pytest.md).
 
     Args:
-        step: A module-level function. Called as `step()` without `setup`, as
-            `step(state)` with it, as `step(**kwargs)` with `kwargs`.
-        setup: A module-level function, called once before the measured calls as
-            `setup(params)` (or `setup()`); what it returns is `state`.
-        budget: How long to run ("3s", "500ms", "1m" or seconds), its warm-up (a
-            fifth of it at most) included: the run stops earlier once the verdict is
-            certain, and runs again longer when it is
-            ambiguous (a cache still filling, say), all its runs within `overrun`
-            budgets (4 unless `settings` set it): past that it ends `ambiguous`, saying
-            the budget that would decide.
+        step: A module-level function, called as `step()`, `step(state)` with `setup`, or
+            `step(**kwargs)` with `kwargs`.
+        setup: A module-level function called once first as `setup(params)` (or `setup()`);
+            what it returns is `state`.
+        budget: How long to run ("3s", "500ms", "1m" or seconds), warm-up included; the run
+            stops early when certain and reruns longer when ambiguous, within `overrun`
+            budgets (4 by default).
         iterations: A fixed number of calls instead of a budget.
         params: Plain data handed to `setup(params)`.
-        kwargs: Keyword arguments for every call of `step` (pickled, loaded once in the
-            child before the measured calls); or the pytest plugin's fixture values
-            and fixtures, made again for every call (`harness.pytestcall.Calls`).
-        settings: Other run settings of a matrix's `defaults:` (docs/matrix.md):
-            `{"heap": "stock", "warmup": 50, "timeout": "2m"}`.
-        baseline: A saved run (`harness.store.saved.Saved`) to compare step times and
-            peak memory with: the verdict can then be `regression` or `suspected`
-            (this module's docstring says how the comparison is confirmed).
-        save: Where to keep this run (result.json and samples.jsonl) as a baseline for
-            later runs.
-        out: Keep the results directory under this folder (`Checked.root`); by default
-            it is a temporary one, removed before returning.
-        progress: True prints the sweep's progress lines on stderr; or a callable.
-        here: Run each run as a fork of this process as it stands when `check` is
-            called (POSIX), step, setup and kwargs as they are here, none imported by
-            name or pickled: a lambda, a closure, a method, arguments that cannot be
-            pickled (the pytest plugin's test whose arguments cannot be sent). Python's
-            objects are malloc's in the run, as in a fresh one; glibc's tunables are this
-            process's.
+        kwargs: Keyword arguments for every call (pickled), or the plugin's per-call fixtures
+            (`harness.pytestcall.Calls`).
+        settings: Other run settings of a matrix's `defaults:` (docs/matrix.md).
+        baseline: A saved run to compare step times and peak memory with (verdicts
+            `regression`, `suspected`).
+        save: Where to keep this run as a baseline for later runs.
+        out: Keep the results directory under this folder, else a temporary one.
+        progress: True prints progress lines on stderr; or a callable.
+        here: Fork this process as it stands (POSIX), so step, setup and kwargs need not be
+            importable or picklable.
 
     Returns:
         The cell's result and its verdict in words (`Checked`).
@@ -364,15 +318,11 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
 def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],
                budget: str | float | None, iterations: int | None,
                settings: Mapping[str, object]) -> None:
-    """What the first check of each step (with keyword arguments of those names) would
-    start in its run, started now: its interpreter found, and the warm server of its
-    environment (as `budget`, `iterations` and `settings` make it) started with each
-    step's module imported (the runtime's `warm_ahead`). The pytest plugin's, once its
-    session's tests are collected: a suite's first marked test then costs what its later
-    ones do, the server's start and the test module's import outside its clock.
+    """Start now what the first check of each step would start (interpreter, warm server
+    with the steps' modules), so a suite's first marked test costs what later ones do.
 
     Raises:
-        HarnessError: as a check of the first step would (and says, when it runs).
+        HarnessError: as a check of the first step would.
     """
     seconds = None if iterations is not None else _seconds(budget)
     asked = dict(settings)
@@ -420,41 +370,32 @@ def _stderr(text: str) -> None:
 # A cell against a saved run of an earlier version of its code
 def against_saved(ctx: Context, cell: Cell, measured: Measured, saved: CellResult,
                   saved_series: Series, label: str) -> CellResult:
-    """`measured` (a run of `cell`) against the saved run `saved`, its verdict decided
-    with the comparison; nothing is written."""
+    """`measured` decided against the saved run `saved`; nothing is written."""
     return run_plan(ctx, against_row(ctx.cfg, cell, measured, saved_series, saved,
                                      saved_series, label))
 
 
-# A checked leak's lines
-# A budgeted check's where run makes the calls that fit in half its budget at its
-# measured run's pace slowed this many times by tracemalloc (20-120x on an allocating
-# step: explain.plan), WHERE_LEAST at least, a fifth of them its warm-up; its deadline
-# is the budget at the host's pace (`pace`), which ends a run slower than that: then
-# twice that, WHERE_TRIES runs in all, before its lines go unsaid.
+# A checked leak's lines. The where run makes the calls that fit in half the budget,
+# assuming tracemalloc slows a call this many times; WHERE_LEAST at least.
 WHERE_SLOWER = 20.0
 WHERE_LEAST = 10
 WHERE_TRIES = 3
 # The most the measured run's pace stretches the where run's deadline.
 WHERE_PACE_MAX = 8.0
-# What a site must grow by in all to be named: a one-time allocation is bounded in
-# bytes, not per call, so a where run of more calls names a smaller leak per call
-# (explain's MIN_RATE over its MEMORY_CALLS); a leak's where run makes the calls in
-# which the measured rate grows by twice that, where its budget has room.
+# What a site must grow by in all to be named: a one-time allocation is bounded in bytes,
+# so more calls name a smaller leak per call.
 SITE_BYTES = MIN_RATE * MEMORY_CALLS
 # How the one line begins where no line is named (its reason follows).
 NO_LINE = "heap: no line named: "
 WHERE_CALLS_MAX = 200_000
-# A site named grows at most this many times the leak's own rate (the heap's, from the
-# measured run): one faster is a one-time allocation a short run divides by few calls.
+# A site named grows at most this many times the leak's own rate: faster is a one-time
+# allocation divided by few calls.
 MOST_OVER = 1.5
 
 
 def within(cell: Cell, per_call: float, budget: float, deadline: float | None = None,
            wanted: int = 0) -> Cell:
-    """The where run (`attributed`) bounded by the check's budget, its measured run's
-    calls taking `per_call` seconds each of its own; ended at `deadline` wall seconds
-    (None: the budget); `wanted` calls where more than the run's own fit."""
+    """The where run bounded by the budget at `per_call` s a call, ended at `deadline`."""
     s = cell.settings
     fit = int(budget / 2 / max(per_call * WHERE_SLOWER, 1e-9))
     calls = max(WHERE_LEAST, min(max(s.warmup + s.iterations, wanted), fit))
@@ -466,8 +407,7 @@ def within(cell: Cell, per_call: float, budget: float, deadline: float | None = 
 
 
 def pace(series: Series | None) -> float:
-    """The measured run's wall seconds per second of its own (`outcomes.host_took`):
-    1 on a quiet host, 1 where unknown, WHERE_PACE_MAX at most."""
+    """The measured run's wall seconds per own second: 1 if unknown, WHERE_PACE_MAX at most."""
     took = host_took(series) if series is not None else None
     if took is None or took[1] <= 0:
         return 1.0
@@ -477,10 +417,8 @@ def pace(series: Series | None) -> float:
 def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., object],
           outdir: Path, budget: float | None, series: Series | None = None
           ) -> tuple[str, ...]:
-    """A leak's lines that grew (`series`: its measured run's, for the host's pace);
-    else one line saying why none is named: the where run failed, ran past its deadline
-    WHERE_TRIES times, or no site of the step's file grew enough to tell from a
-    one-time allocation."""
+    """A leak's lines that grew, or one line saying why none is named (the where run
+    failed, timed out WHERE_TRIES times, or no site grew past a one-time allocation)."""
     room, _ = stop_room(result) or (None, "")
     took, made = result.timings.run_s, result.end.iterations or result.summary.iterations
     whole = run_as = attributed(cell, ("heap",), took or None, made or None, room)
@@ -510,8 +448,7 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
         if not lines[0].startswith(NO_LINE) or not found.errors or deadline is None \
                 or ctx.cancel.is_set():
             return lines
-        # its deadline ended the run before its lines, or worker processes it drove did
-        # not say what they hold: once more, its deadline twice as long
+        # deadline hit or workers unheard: once more, twice as long
         ctx.progress(f"explain {cell.id}: no line named ({'; '.join(found.errors.values())}); "
                      "running it again")
         said = lines if "workers" in found.errors else said
@@ -520,8 +457,7 @@ def where(ctx: Context, cell: Cell, result: CellResult, step: Callable[..., obje
 
 
 def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tuple[str, ...]:
-    """The sites of the step's file that grew; else one line saying why none: the
-    least a site must grow by over the run's calls (SITE_BYTES), or its floor."""
+    """The sites of the step's file that grew; else one line saying why none."""
     path = inspect.getsourcefile(step) or ""
     name = os.path.basename(path)
 
@@ -535,9 +471,7 @@ def _lines(found: Where, step: Callable[..., object], result: CellResult) -> tup
     most = MOST_OVER * heap.slope if heap is not None and heap.slope > 0 else math.inf
 
     def keep(key: str, rate: float) -> bool:
-        # the test's own line, not the plugin's wrapper around it (in a worker, the
-        # task's, wherever it is written); not a one-time read (linecache, an import);
-        # not above the leak's own rate (what a short run makes of a one-time allocation)
+        # the test's own lines, not one-time reads, not above the leak's own rate
         own = not key.startswith("<") if workers else key.startswith(f"{name}:")
         return own and not one_time(key) and rate <= most
 

@@ -1,6 +1,6 @@
 """The scenario file `harness.check` writes: its setup(params) and step(state) call the
-user's functions, imported by name in the child process (or from their file); with
-here=True, as this process holds them, in a fork of it (`scenario_here`)."""
+user's functions, imported by name (or file) in the child; with here=True, as this
+process holds them, in a fork of it (`scenario_here`)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,7 @@ KWARGS = "kwargs.pkl"
 
 
 class PerCall(Protocol):
-    """Keyword arguments made again for every call (the pytest plugin's
-    `harness.pytestcall.Calls`): their `names`; in the child, `start()` (in setup)
-    returns it with `kwargs` set for the first call, `next()` after every call sets the
-    next call's, `close()` at teardown."""
+    """Keyword arguments made again for every call (`harness.pytestcall.Calls`)."""
 
     @property
     def names(self) -> tuple[str, ...]: ...
@@ -92,8 +89,7 @@ def _not_async(fn: object, role: str, shown: str) -> None:
 
 
 def unreachable(fn: object) -> str | None:
-    """Why the child process cannot import `fn` by name (a lambda, a closure, a method,
-    a function of __main__), or None."""
+    """Why the child cannot import `fn` by name (lambda, closure, method, __main__), or None."""
     try:
         _target(fn, "step")
     except InputError as exc:
@@ -106,8 +102,7 @@ def _unwrapped(fn: object) -> object:
 
 
 def _import_root(module: str, file: str) -> str | None:
-    """The directory from which `module` imports as `file` (`a.b` in /x/a/b.py or
-    /x/a/b/__init__.py: /x); None where the file's path does not spell the name."""
+    """The directory from which `module` imports as `file`, or None."""
     path = Path(file)
     path = path.parent if path.stem == "__init__" else path.with_suffix("")
     for part in reversed(module.split(".")):
@@ -139,8 +134,8 @@ def _arity(fn: Callable[..., object], counts: tuple[int, ...]) -> int | None:
 def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
            kwargs: Mapping[str, object] | PerCall | None, here: bool = False
            ) -> tuple[str, str]:
-    """The bodies of the scenario's setup(params) and step(state); `here`: the
-    arguments as this process has them (`_kwargs`, `scenario_here`), not unpickled.
+    """The bodies of the scenario's setup(params) and step(state); `here`: the arguments
+    as this process has them, not unpickled.
 
     Raises:
         InputError: a function that cannot be called the way it would be.
@@ -183,8 +178,7 @@ def _calls(step: Callable[..., object], setup: Callable[..., object] | None,
     return ("    return _setup(params)" if takes else "    return _setup()"), "    _step(state)"
 
 
-# Both scenario files end alike: setup(params) and step(state) calling the user's, and
-# teardown(state) closing the arguments made for every call (`_TEARDOWN`).
+# Both scenario files end alike: setup, step, and teardown for per-call arguments.
 _CALLS = '''
 import warnings as _warnings
 
@@ -267,8 +261,7 @@ def _paths(*first: str | None, parent: bool = True) -> list[str]:
 
 def scenario_text(step: Callable[..., object], setup: Callable[..., object] | None,
                   kwargs: Mapping[str, object] | PerCall | None) -> str:
-    """The scenario file's text: setup(params) and step(state) calling the user's (and,
-    for arguments made for every call, teardown(state) closing them)."""
+    """The scenario file's text: setup(params), step(state) and, if needed, teardown."""
     s = _target(step, "step")
     u = _target(setup, "setup") if setup is not None else None
     setup_body, step_body = _calls(step, setup, kwargs)
@@ -284,8 +277,7 @@ def scenario_text(step: Callable[..., object], setup: Callable[..., object] | No
         teardown="" if kwargs is None or isinstance(kwargs, Mapping) else _TEARDOWN)
 
 
-# What `harness.check(here=True)` runs, by key: its scenario reads it in a fork of this
-# process (`process.runs_forked_here`), where it is as it was here: never pickled.
+# What `harness.check(here=True)` runs, by key, read in a fork of this process: never pickled.
 HERE: dict[str, tuple[Callable[..., object], Callable[..., object] | None, object]] = {}
 _KEYS = itertools.count()
 
@@ -302,9 +294,8 @@ except (KeyError, AttributeError):
 
 def scenario_here(step: Callable[..., object], setup: Callable[..., object] | None,
                   kwargs: Mapping[str, object] | PerCall | None) -> tuple[str, str]:
-    """The scenario file's text for a run forked from this process, and the key under
-    which `HERE` holds step, setup and kwargs for it (the caller drops it after): any
-    callables (a lambda, a closure, a method), any arguments.
+    """The scenario text for a run forked from this process, and the key under which
+    `HERE` holds step, setup and kwargs for it (the caller drops it after).
 
     Raises:
         InputError: a function that is not one, or cannot be called the way it would be.
@@ -327,9 +318,7 @@ def scenario_here(step: Callable[..., object], setup: Callable[..., object] | No
 
 
 def _per_call(kwargs: PerCall) -> str:
-    """The line that loads the class of arguments made for every call from this
-    harness's file (their pickle names it): the child's import path may find another
-    installed harness first."""
+    """The line importing the per-call class from this harness's file, not another install."""
     c = _target(type(kwargs), "kwargs")
     return ("\n# the class of the arguments made for every call\n"
             f"_load{(c.module, c.qualname, c.file)!r}")

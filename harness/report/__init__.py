@@ -24,11 +24,8 @@ if TYPE_CHECKING:
     from harness.report.issue import IssueReporter
     from harness.report.model import Report
 
-# The renderers and the model load when first asked for (PEP 562): a module of this
-# package (the live display a sweep shows while its first container runs) is imported
-# without them, and with them NumPy, Jinja2 and tabulate (the prefetch thread's work).
-# Commands read them as `report.X` (`from harness import report`): this is the one place
-# of the package that imports them lazily.
+# The renderers and the model load on first use (PEP 562), so the live display imports
+# without NumPy, Jinja2 and tabulate. Commands read them as `report.X`.
 _LAZY = {"ConsoleReporter": "console", "HtmlReporter": "html", "IssueReporter": "issue",
          "JunitReporter": "ci", "MarkdownReporter": "ci", "Report": "model",
          "environment": "html"}
@@ -60,9 +57,8 @@ def render_text(reporter: Renderer) -> str:
 
 
 def write_all(store: RunStore, report: Report) -> list[Path]:
-    """results.json, report.md, report.html and junit.xml into the store, atomically;
-    above `html.INLINE_CELLS` cells, each cell's plots on a page of its own
-    (cells/<id>/cell.html, rewritten only where the cell changed).
+    """Write results.json, report.md, report.html and junit.xml atomically, and past
+    `html.INLINE_CELLS` the changed cells' own pages.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -70,10 +66,8 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
     html_reporter = cast("type[HtmlReporter]", _loaded("HtmlReporter"))
     markdown = cast("type[MarkdownReporter]", _loaded("MarkdownReporter"))
     junit = cast("type[JunitReporter]", _loaded("JunitReporter"))
-    # The stamps the report read its cells with are this directory's files' only where
-    # it read this directory (a re-decided run is written into a new one); the cells the
-    # store wrote or read as the report holds them are its files too (a sweep's own:
-    # results.json copies them instead of encoding 10,000 cells again).
+    # The report's stamps are this directory's files' only where it read this directory
+    # (a re-decided run is written into a new one); the store's own are too.
     here = report.root is not None and report.root.absolute() == store.root
     stored = {**(report.stored if here else {}),
               **{cid: stamp for cid, (stamp, res) in store.stamped.items()
@@ -84,8 +78,7 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
                                      series=report.series.at(store.root))
     with long_lived():      # the report's cells, read or measured, outlive this
         html = html_reporter.from_results(report)
-        # One line, through json's C encoder: indented, results.json of 1,600 cells took
-        # most of `harness report`'s time.
+        # One line, through json's C encoder: indenting is slow on large runs.
         head = report.to_json(cells=False)
         placed: dict[str, tuple[int, int, int]] = {}
 
@@ -105,10 +98,8 @@ def write_all(store: RunStore, report: Report) -> list[Path]:
 
 def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str]]
                ) -> Path:
-    """`text` (or the text the parts it makes make, made again for each pass) written
-    as `name` into the store, unless the file already holds it: a report of a directory
-    whose reports are current changes no byte and no timestamp (an older directory's
-    results.json time is when it ran: `store.runs.started_of`).
+    """Write `text` (or its parts) as `name` unless the file already holds it, so a
+    current report changes no byte and no timestamp.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -123,10 +114,8 @@ def _write_new(store: RunStore, name: str, text: str | Callable[[], Iterable[str
 
 def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, int]],
              head: dict[str, JSON]) -> Path:
-    """results.index written for the results.json just written (`placed`: where its
-    cells' lines are in its cells object): each cell whose result.json in this
-    directory the report holds as it was read or written (`Report.stored`), and whose
-    line says all that file says (no host samples).
+    """Write results.index for the results.json just written (`placed`: its lines), for
+    cells whose result.json the report holds unchanged and whose line says all of it.
 
     Raises:
         StoreError: the results directory cannot be written.
@@ -146,15 +135,13 @@ def _indexed(store: RunStore, report: Report, placed: dict[str, tuple[int, int, 
 
 
 def results_text(data: dict[str, JSON]) -> str:
-    """results.json's text: one line, keys sorted, but its cells last, so its name and
-    meta read from the file's start (`store.results.load_json_keys`)."""
+    """results.json's text: one line, keys sorted, cells last (`load_json_keys`)."""
     return "".join(results_parts(data))
 
 
 def results_parts(data: dict[str, JSON], cells: Iterable[str] | None = None
                   ) -> Iterator[str]:
-    """`results_text` in parts; `cells`: the cells' object as text parts
-    (`Report.cells_parts`), else `data`'s "cells"."""
+    """`results_text` in parts; `cells`: the cells' object as parts, else `data`'s."""
     head = {k: v for k, v in data.items() if k != "cells"}
     text = json.dumps(head, sort_keys=True, default=str)
     if cells is None and "cells" not in data:

@@ -1,16 +1,9 @@
-"""What CI shows of a sweep: report.md and junit.xml.
+"""What CI shows of a sweep: report.md (`MarkdownReporter`, GitHub-flavoured, for a PR
+comment or $GITHUB_STEP_SUMMARY) and junit.xml (`JunitReporter`, one testcase per cell).
 
-report.md (`MarkdownReporter`): GitHub-flavoured, fit for a PR comment or
-$GITHUB_STEP_SUMMARY.
-
-junit.xml (`JunitReporter`): one testcase per cell, so CI shows a sweep as tests.
-
-Each verdict kind's element is its `Kind.junit` (harness.analysis.kinds): leak,
-slowdown, regression and oom are `<failure>`s (the code under test misbehaved) with the
-numbers in the message; crash and timeout are `<error>`s (it did not finish), and
-unavailable too (it could not run); not-applicable, ambiguous and suspected (an
-unconfirmed change) are `<skipped>` with the reason, since none says the code is wrong;
-only ok and plateau pass. ElementTree does the XML escaping.
+Each verdict kind's element is its `Kind.junit` (harness.analysis.kinds): `<failure>`
+where the code misbehaved, `<error>` where it did not finish or could not run,
+`<skipped>` where nothing says the code is wrong; only ok and plateau pass.
 """
 
 from __future__ import annotations
@@ -194,7 +187,6 @@ class JunitReporter(Reporter):
         top = self.tree()
         ET.indent(top)
         out.write('<?xml version="1.0" encoding="utf-8"?>\n')
-        # What ET.tostring(top, encoding="unicode") returns, written as it is made: the
-        # text of 10,000 cells is 8 MB, held twice more by that and by adding the "\n".
+        # ET.tostring(top, encoding="unicode"), written as it is made, not held whole.
         ET.ElementTree(top).write(out, encoding="unicode")
         out.write("\n")

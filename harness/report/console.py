@@ -25,14 +25,12 @@ class ConsoleReporter(Reporter):
 
     def render(self, out: TextIO, colour: bool | None = None, width: int | None = None,
                details: bool = False) -> None:
-        """The table and the answers. On a terminal (or with `width`, or `COLUMNS` set
-        when piped) everything fits the width: where full words fit, the table (cells
-        wrap, and with too many images for columns it is transposed, images down); where
-        they do not, a grid of one token per cell (`harness.report.grid`), the rows'
-        answers grouped, and the full words only of bad, suspected and undecided cells
-        (of every cell with `details`); every line after it wrapped at the width.
-        Elsewhere the table is one plain line per row, for logs and grep.
-        Colour only on a terminal and never with NO_COLOR."""
+        """The table and the answers.
+
+        Where a width is known (terminal, `width`, `COLUMNS`) everything fits it: the table
+        where full words fit, else a grid of tokens (`harness.report.grid`) with answers
+        grouped and full words only for cells that need them. Elsewhere one plain line per
+        row, for logs and grep. Colour only on a terminal and never with NO_COLOR."""
         if colour is None:
             colour = out.isatty() and not os.environ.get("NO_COLOR")
         width = console_width(out, width)
@@ -97,9 +95,7 @@ class ConsoleReporter(Reporter):
                 say(f"\nwhere, {row.row}: {self.report.stale_where[row.row]}")
 
     def _answers(self, out: TextIO, width: int, details: bool) -> None:
-        """Below the grid: the rows' answers grouped, then the cells in full words (the
-        first bad of each row, the suspected and undecided ones, the other bad ones;
-        every cell with `details`), at most DETAILS of them without it."""
+        """Below the grid: the answers grouped, then up to DETAILS cells in words."""
         r = self.report
         if not self._runs:      # the runs said each answer already
             out.write("\n" + "".join(f"{line}\n" for line in conclusions(r.rows, width)))
@@ -129,8 +125,7 @@ class ConsoleReporter(Reporter):
                 f"... {len(said) - len(shown)} more: --details, or report.md", width, "  ")))
 
     def render_where(self, out: TextIO, cells: list[str]) -> None:
-        """`harness explain`'s answer: per explained cell, the diff with its paired cell
-        (else what its own run showed), the notes, and what the paired run showed."""
+        """`harness explain`'s answer per explained cell: the diff and notes."""
         r = self.report
         for cid in cells:
             ex = r.explained.get(cid)
@@ -152,8 +147,7 @@ class ConsoleReporter(Reporter):
             out.write("\n")
 
     def _fitted(self, out: TextIO, width: int, colour: bool) -> bool:
-        """The table where full words fit (images across, else down); else the grid.
-        True when it drew the grid."""
+        """The table where full words fit, else the grid; True for the grid."""
         if self.report.large:    # a block per answer, each pattern of rows a line
             grid = Grid(self.report.images, self.report.rows, self.report.results, width,
                         colour)
@@ -161,8 +155,7 @@ class ConsoleReporter(Reporter):
             out.write("".join(f"{line}\n" for line in [*lines, "", *grid.legend()]))
             self._runs = True
             return True
-        # lazy: rich, for a table fitted to a known width alone (a pipe's plain table
-        # is tabulate's)
+        # lazy: rich, for a table fitted to a known width alone
         from harness.report.fitted import fitted_table
 
         return fitted_table(self.report, out, width, colour)

@@ -1,6 +1,6 @@
-"""The console's table fitted to a known width (a terminal's, `--width` or COLUMNS),
-drawn by rich: images across where full words fit, else images down, else the grid.
-Its own module so that a table for a pipe (tabulate's, `report.console`) loads no rich."""
+"""The console's table fitted to a known width, drawn by rich: images across where full
+words fit, else images down, else the grid. Its own module so a table for a pipe
+(`report.console`) loads no rich."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from harness.report.model import Report
 
 
 def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
-    """The table where full words fit (images across, else down); else the grid.
-    True when it drew the grid."""
+    """The table where full words fit, else the grid; True when it drew the grid."""
     console = Console(file=out, width=width, no_color=not colour, force_terminal=colour,
                       highlight=False, emoji=False)
     header, body = report.table()
@@ -34,9 +33,8 @@ def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
     # One column per image, each wide enough for its name and a wrapped verdict.
     widths = [min(max(MIN_COLUMN, len(h)), 28) for h in images]
     row_width = min(max(len(r[0]) for r in body), 30) if body else 10
-    # The row names and the answers are held at their widths (rich narrows any
-    # column past its min_width to fit, and cut names and "first bad / last good"
-    # mid-word); the images' columns give way, wrapping at spaces.
+    # Row names and answers keep their widths (rich would cut them mid-word); the
+    # images' columns give way, wrapping at spaces.
     answers = [r[-1] for r in body] + [header[-1]]
     longest = max((len(w) for a in answers for w in a.split()), default=0)
     room = width - row_width - sum(w + 3 for w in widths) - 3
@@ -46,9 +44,8 @@ def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
              for name, r in zip(rows, body, strict=True)]
     if room >= max(MIN_COLUMN, longest):
         answer_w = min(room, max(MIN_COLUMN, longest, *(two_lines(a) for a in answers)))
-        # The images' columns share what is left (3 columns between two columns),
-        # each as wide as keeps a figure beside its unit ("13.4" / "µs/call"); where
-        # no widths do that and images down fit a cell a line, images go down.
+        # The images' columns share what is left, keeping figures beside their units;
+        # where no widths do that and images down fit, images go down.
         left = width - row_width - answer_w - 3 * (len(images) + 1)
         columns = [[h, *(r[1 + i] for r in body)] for i, h in enumerate(images)]
         kept = unit_widths(columns, left, widths)
@@ -65,11 +62,8 @@ def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
                 table.add_row(row[0], *map(text, row[1:-1], said), row[-1])
             console.print(table)
             return False
-    # Too many images: images down, rows across (with the answers below), where each
-    # row's column holds its cells' words on one line where the width has room for
-    # that, else in two lines.
-    # Half of each cell's words is the least its column can be: where even that does
-    # not fit, the grid, without working out each column's width.
+    # Too many images: images down, rows across, a cell's words on one line or two.
+    # Where even half of each cell's words does not fit, the grid.
     least = [max(len(name), *((len(r[1 + i]) + 1) // 2 for i in range(len(images))))
              for name, r in zip(rows, body, strict=True)]
     if image_w + sum(w + 3 for w in whole) <= width:
@@ -102,9 +96,8 @@ def fitted_table(report: Report, out: TextIO, width: int, colour: bool) -> bool:
 
 
 def two_lines(text: str, keep_units: bool = True) -> int:
-    """The narrowest column that holds `text` in two lines, broken between words and
-    (`keep_units`) not between a figure and its unit ("15.9" / "µs/call") where up to
-    `KEEP_UNIT` columns wider keeps them together."""
+    """The narrowest column that holds `text` in two lines, keeping a figure beside its
+    unit (`keep_units`) where up to `KEEP_UNIT` columns wider does."""
     longest = max((len(w) for w in text.split()), default=0)
     narrowest = next((w for w in range(max(longest, (len(text) + 1) // 2), len(text) + 1)
                       if len(textwrap.wrap(text, w)) <= 2), len(text))
@@ -117,18 +110,14 @@ def two_lines(text: str, keep_units: bool = True) -> int:
 
 
 def parted(text: str, width: int) -> bool:
-    """Whether `text` wrapped at `width` (between words, as rich wraps a cell) ends a
-    line with a figure and begins the next with its unit ("13.4" / "µs/call")."""
+    """Whether `text` wrapped at `width` splits a figure from its unit ("13.4" / "µs/call")."""
     lines = textwrap.wrap(text, width, break_on_hyphens=False)
     return any(FIGURE_END.search(a) and UNIT_START.match(b)
                for a, b in itertools.pairwise(lines))
 
 
 def unit_widths(columns: list[list[str]], room: int, least: list[int]) -> list[int] | None:
-    """Widths for columns of texts, at most `room` in all, where no text parts a figure
-    from its unit: each column as wide as its longest text where all fit; else each at
-    the widest such width up to an even share, and a column with none there at the
-    narrowest above it that the others' slack pays for. None where no widths do."""
+    """Column widths within `room` that split no figure from its unit, or None."""
     natural = [max(map(len, texts)) for texts in columns]
     if sum(natural) <= room:
         return natural

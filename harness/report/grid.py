@@ -1,17 +1,9 @@
 """The console at any size: a grid of one short token per cell where full words do not
 fit, conclusions grouped, and every line wrapped at the width.
 
-A token is a kind's symbol and, where the kind has one, a figure: a leak's growth per
-call in KiB ("L16"), a slowdown's late/early ratio ("S1.5"), a regression's (or a
-suspected one's) ratio against the row's baseline ("R1.3"). The row's first bad is
-bracketed ("[L16]"); a GPU cell whose framework ran on the CPU has a "c" after its
-token ("·c"). Columns are as wide as their widest token and their header's
-longest word, never narrower; images that do not fit the width are paged as blocks of
-images, each block a grid of its own.
-
-A verdict kind's colour (`harness.analysis.kinds`) on a terminal (`colour_of`): as an
-ANSI code for the plain table, as rich's style for the fitted one (`report.console`,
-`report.fitted`).
+A token is a kind's symbol and its figure: "L16" (leak, KiB/call), "S1.5" (slowdown),
+"R1.3" (regression); the first bad bracketed ("[L16]"), a GPU cell run on the CPU marked
+"c". Images past the width are paged as blocks. `colour_of`: a kind's terminal colour.
 """
 
 from __future__ import annotations
@@ -30,8 +22,7 @@ from harness.result.model import CellResult, also_slowed, also_slower, ran_on_cp
 
 @dataclass(frozen=True)
 class Glyph:
-    """How a verdict kind shows in the grid: its symbol, its colour (ANSI SGR code), and
-    the word the legend gives it."""
+    """How a verdict kind shows in the grid: symbol, colour (ANSI SGR code), legend word."""
 
     symbol: str
     colour: str
@@ -64,8 +55,7 @@ def figure(value: float) -> str:
 
 
 def token(verdict: str, res: CellResult | None) -> str:
-    """One cell as its symbol and figure (the one its kind leads with: `Kind.figure`),
-    and `CPU_MARK` after it where a GPU cell ran on the CPU."""
+    """One cell as its symbol and figure, with `CPU_MARK` where a GPU cell ran on the CPU."""
     marked = res is not None and ran_on_cpu(res)
     return _token(verdict, res) + (CPU_MARK if marked else "")
 
@@ -91,8 +81,7 @@ def _token(verdict: str, res: CellResult | None) -> str:
         conf = vs.confirmation
         if conf is not None and conf.ratio == conf.ratio:    # NaN without rounds
             return symbol + figure(conf.ratio)
-        # A pooled ratio of steps is one run's, never a figure of a change (issue 85):
-        # a cell bad against its baseline without rounds is so for its peak.
+        # A pooled ratio is one run's, not a change: without rounds the figure is the peak.
         if vs.peak_rss is not None:
             return symbol + figure(vs.peak_rss.ratio)
     return symbol
@@ -109,9 +98,7 @@ def verdict_of(row: RowAnswer, results: dict[str, CellResult]
 
 
 def wrap(text: str, width: int, indent: str = "", more: str = "  ") -> list[str]:
-    """`text`'s lines wrapped at `width` on spaces (a word longer than the width, a path,
-    is broken at a slash where it can be, else anywhere); continuation lines indented by
-    `more` beyond `indent`."""
+    """`text` wrapped at `width` (long words broken at slashes), continuations indented."""
     out: list[str] = []
     for line in text.split("\n"):
         lead = line[: len(line) - len(line.lstrip(" "))]
@@ -127,8 +114,7 @@ def wrap(text: str, width: int, indent: str = "", more: str = "  ") -> list[str]
 
 
 def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
-    """Items on lines of at most `width`, `gap` between them, never split but where one
-    is longer than a line (then it is wrapped on its own)."""
+    """Items on lines of at most `width`, `gap` apart, split only if longer than a line."""
     out: list[str] = []
     line = ""
     for item in items:
@@ -141,8 +127,7 @@ def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
         if len(indent + item) <= width:
             line = indent + item
             continue
-        # Longer than a line: wrapped on lines of its own, the next item on a new line
-        # (never after its last piece, where it would read as part of it).
+        # Longer than a line: wrapped on lines of its own, the next item on a new line.
         out.extend(wrap(item, width, indent))
         line = ""
     if line:
@@ -151,8 +136,7 @@ def pack(items: list[str], width: int, gap: str = "   ") -> list[str]:
 
 
 def console_width(out: TextIO, width: int | None = None) -> int | None:
-    """The width the console writes at: `width` (--width), else the terminal's, else
-    `COLUMNS` when piped; None when piped without it (one plain line per row)."""
+    """The console's width: --width, the terminal's, or `COLUMNS`; None when piped."""
     if width is None and out.isatty():
         width = shutil.get_terminal_size((100, 24)).columns
     elif width is None and os.environ.get("COLUMNS", "").strip().isdigit():
@@ -265,9 +249,7 @@ class Grid:
         return f"figures: {'; '.join(said)}" if said else ""
 
     def _blocks(self, widths: list[int], name_w: int) -> list[tuple[int, int]]:
-        """(start, stop) of each block of images that fits the width: as few blocks as
-        fit, of even size where even blocks fit (40 images at 160 columns: 20 and 20,
-        not 25 and 15)."""
+        """(start, stop) of each block of images that fits: as few, as even, as fit."""
         greedy = list(self._greedy(widths, name_w))
         size = -(-len(widths) // len(greedy))
         even = [(k, min(k + size, len(widths))) for k in range(0, len(widths), size)]
@@ -313,9 +295,7 @@ def _fit(name: str, width: int) -> str:
 
 def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
                 named: bool = False) -> list[str]:
-    """Rows with the same answer said once: "38 rows: first bad: 22.03 (last good:
-    22.02)" with the images' differences, then each other answer with its rows named
-    (every group's rows with `named`)."""
+    """Rows with the same answer said once, with the images' differences, rows named."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
@@ -341,11 +321,8 @@ def conclusions(rows: list[RowAnswer], width: int, diff_lines: int = 15,
 
 def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult],
          width: int) -> list[str]:
-    """The grid of a sweep too large for a screen, a block per answer (rows of one
-    answer together, the largest group first, as `conclusions` groups them): the answer
-    and what changed, then each pattern of the group's rows as runs of images of one
-    verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33"), rows of one pattern
-    on one line; the first bad bracketed, its own run."""
+    """A sweep too large for a screen: a block per answer, each pattern of rows as runs
+    of one verdict ("20.01-25.06 ·x66, [25.07 L16], 25.08-28.04 L16x33")."""
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[RowAnswer]] = {}
     for row in rows:
         groups.setdefault((row.sentence, tuple(row.diff)), []).append(row)
@@ -378,8 +355,7 @@ def runs(rows: list[RowAnswer], images: list[str], results: dict[str, CellResult
 
 def _spans(row: RowAnswer, images: list[str], results: dict[str, CellResult]
            ) -> tuple[tuple[tuple[str, int, int, bool], ...], list[set[str]]]:
-    """The row's runs of images of one verdict, (verdict, first index, last index, is the
-    first bad), and each run's tokens."""
+    """The row's runs of one verdict (verdict, first, last, is first bad) and their tokens."""
     said = verdict_of(row, results)
     spans: list[tuple[str, int, int, bool]] = []
     tokens: list[set[str]] = []
@@ -407,7 +383,6 @@ STYLES: dict[Colour, str] = {"red": "red", "green": "green", "yellow": "yellow",
 
 
 def colour_of(verdict: str) -> Colour | None:
-    """The colour of a table cell: its verdict kind's; none for a cell with no kind
-    ("not run", "unreadable", no cell)."""
+    """The colour of a table cell: its verdict kind's; none for a cell with no kind."""
     found = KINDS.get(verdict)
     return found.colour if found is not None else None

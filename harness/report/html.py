@@ -1,25 +1,9 @@
 """report.html: one self-contained page, plots drawn as inline SVG (works offline).
 
-The Jinja2 templates ship as package data (`harness/report/templates/`) and are
-autoescaped: scenario ids, reasons and tracebacks come from the cells and may hold
-anything, `<script>` included. Only the SVG drawn here (`chart`), which escapes its own
-text, is passed as `Markup`.
-
-The plots of a cell's page: each memory source against iteration with its fitted
-slope, and step time with the row's baseline overlaid, on one y scale per source across
-a row (`RowScales`), each drawn by `chart`.
-
-The overview at any size (`row_trends`): the heatmap of rows x images coloured by
-verdict, and each row's trend across images in release order (one figure per cell,
-with its interval, the first bad marked), the way asv draws a benchmark over commits.
-The overview reads only the cells' results (never their samples), so the overview of
-1,600 cells costs what their result.json files cost to read.
-
-The charts (`chart`, also `harness fit`'s page): small inline SVG line charts, drawn
-in Python so report.html works offline. No plotting library and no CDN: a chart is a
-string of SVG with every piece of text escaped here, handed to the template as
-`Markup`. Long series are reduced to the min and max of each bucket, so a spike
-survives the reduction and a page with many cells stays small.
+Templates are autoescaped, as ids, reasons and tracebacks may hold anything; only the SVG
+drawn here (`chart`), which escapes its own text, is passed as `Markup`. A cell's plots
+share one y scale per source across a row (`RowScales`); the overview (`row_trends`) reads
+results only, never samples, so it stays cheap at thousands of cells.
 """
 
 from __future__ import annotations
@@ -73,8 +57,7 @@ class CellView:
     vs: str = ""                    # step time against the row's baseline, as far as known
     where: list[str] = field(default_factory=list)   # `harness explain`: sites, diffed
     where_head: str = ""
-    # The diff as a table, (what, site, bad, good) under (bad, good) image labels; then
-    # `where` holds only the notes.
+    # The diff as (what, site, bad, good) under (bad, good) labels; `where` keeps the notes.
     where_table: list[tuple[str, str, str, str]] = field(default_factory=list)
     where_labels: tuple[str, str] = ("", "")
 
@@ -84,8 +67,7 @@ class CellView:
 
 
 def unsaid(numbers: str, reason: str) -> str:
-    """The card's figures less the clauses its reason already says: "no leak above 128
-    B/call in 300 calls" was printed in the reason and again in the brackets."""
+    """The card's figures less the clauses its reason already says."""
     return ", ".join(part for part in numbers.split(", ") if part not in reason)
 
 
@@ -153,8 +135,7 @@ def meta_items(meta: Mapping[str, JSON]) -> list[tuple[str, str]]:
 
 @functools.cache
 def environment() -> Environment:
-    """The template environment: package data, autoescape on, undefined names fail.
-    One a process, so each template is compiled once (report.html.j2: ~70 ms)."""
+    """The template environment (autoescape on, undefined names fail), built once a process."""
     return Environment(loader=PackageLoader("harness.report", "templates"),
                        autoescape=select_autoescape(default=True, default_for_string=True),
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -203,10 +184,8 @@ def kind_css() -> Markup:
 class HtmlReporter(Reporter):
     """report.html from a Report (with `root` set, to plot each cell's samples).
 
-    Up to INLINE_CELLS cells, one self-contained page with every cell's plots; above it,
-    report.html is the overview (heatmap, each row's trend across images, the words
-    table) and each cell's plots are on cells/<id>/cell.html (`write_cells`), so the page
-    a person opens stays small and quick at 1,600 cells."""
+    Above INLINE_CELLS cells, report.html is the overview and each cell's plots go on their
+    own page (`write_cells`), so the page stays small."""
 
     @property
     def inline(self) -> bool:
@@ -214,15 +193,11 @@ class HtmlReporter(Reporter):
 
     @property
     def every_cell(self) -> bool:
-        """Whether every cell has its own page and its words on report.html: up to
-        `model.LARGE` cells. Above, the page leads with each row's first bad (rows of
-        one answer grouped) and only the cells a reader is led to have a page: 10,000
-        plotted pages took 40 s, and their words 2 MB of the page."""
+        """Whether every cell gets a page and its words (up to `model.LARGE`)."""
         return not self.report.large
 
     def paged(self) -> set[str]:
-        """The cells with a page of their own (above `model.LARGE` cells, each row's
-        first bad and last good, and every cell in doubt; else all)."""
+        """The cells with a page: all, or past `model.LARGE` only those a reader is led to."""
         r = self.report
         if self.every_cell:
             return set(r.results)
@@ -268,10 +243,7 @@ class HtmlReporter(Reporter):
 
     def _views(self, rows: list[RowAnswer], only: set[str] | None = None
                ) -> dict[str, CellView]:
-        """Each cell's view with its plots, a row at a time (its series read once, on
-        the row's scales, the baseline overlaid); `only` limits which cells. Above
-        `model.LARGE` cells the scales are those of the row's paged cells and their
-        baselines: reading every cell's samples for them took 16 s at 10,000 cells."""
+        """Each cell's view with its plots, a row at a time; `only` limits the cells."""
         r = self.report
         views: dict[str, CellView] = {}
         paged = None if self.every_cell else self.paged()
@@ -308,9 +280,7 @@ class HtmlReporter(Reporter):
         return views
 
     def write_cells(self, root: Path) -> list[Path]:
-        """cells/<id>/cell.html for every cell whose page is missing or older than its
-        result, samples or where.json (none where report.html holds the plots itself).
-        A row's series are read once and let go before the next row's."""
+        """Write the stale or missing cells/<id>/cell.html pages; returns them."""
         if self.inline:
             return []
         r = self.report
@@ -334,8 +304,7 @@ Grid = list[tuple[RowAnswer, list[Tile], list[Markup]]]
 
 
 def groups(grid: Grid) -> list[Grid]:
-    """The rows grouped by their answer (first bad, last good and what changed between
-    them), the largest group first, as the console groups them."""
+    """The rows grouped by their answer, the largest group first, as the console groups them."""
     found: dict[tuple[str, tuple[tuple[str, str, str], ...]], Grid] = {}
     for item in grid:
         found.setdefault((item[0].sentence, tuple(item[0].diff)), []).append(item)
@@ -346,8 +315,7 @@ Lead = tuple[RowAnswer, Tile | None, Tile | None]
 
 
 def leads(grid: Grid) -> list[tuple[str, list[Lead]]]:
-    """Each answer (`groups`, those with a first bad first) with its rows, each row with
-    its first bad and last good tiles (None where it has none)."""
+    """Each answer (those with a first bad first) with its rows' first bad and last good tiles."""
     out = []
     for group in groups(grid):
         rows = []
@@ -359,8 +327,7 @@ def leads(grid: Grid) -> list[tuple[str, list[Lead]]]:
 
 
 def _write_page(path: Path, text: str) -> None:
-    """A cell page, whole or not at all (renamed into place), without the fsync a
-    result gets: a page is made again from the cell whenever it is missing.
+    """Write a cell page whole or not at all, without fsync: it is remade whenever missing.
 
     Raises:
         StoreError: the cell's directory cannot be written.
@@ -390,9 +357,7 @@ def _stale(cell_dir: Path) -> bool:
 
 
 def bad_rows_first(grid: Grid) -> Grid:
-    """The rows' sections below the table: those with a bad cell first (each row's
-    first bad, then the rows bad throughout), then the clean ones, each in table order;
-    a clean row's plots above the bad rows pushed the answer off the first screen."""
+    """The rows' sections, those with a bad cell first, so the answer leads."""
     def bad(row: RowAnswer, tiles: list[Tile]) -> bool:
         return bool(row.first_bad or row.scenario_error) or any(
             t.verdict in LOOKS and LOOKS[t.verdict].css == "bad" for t in tiles)
@@ -420,11 +385,10 @@ def measured(series: Series, key: str) -> list[float]:
 
 def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
                 span: float | None = None, fitted: bool = True) -> Markup:
-    """Bytes of one source against iteration, every phase, with the fitted slope.
+    """Bytes of one source against iteration with the fitted slope.
 
-    With `span`, the y axis is that many bytes tall (the largest range of this source
-    in the row), from this cell's lowest measured value: a 30 KiB drift next to a
-    1.7 MiB leak looks like one. The slope is printed large either way."""
+    With `span`, the y axis is that many bytes tall (the row's largest range), so one row's
+    cells compare by eye; the slope is printed large either way."""
     pairs = sorted((float(s["i"]), float(s[key])) for s in series.samples
                    if s.get(key) is not None)
     xs, ys = [p[0] for p in pairs], [p[1] for p in pairs]
@@ -451,8 +415,7 @@ def memory_plot(series: Series, key: str, name: str, trend: MemoryTrend | None,
     values = measured(series, key) or ys
     if span is not None and values:
         low = min(values)
-        # bytes are never below zero: the axis starts at 0 at the lowest (a worker panel
-        # whose USS began near 0 drew from -9 MiB, issue 87)
+        # bytes are never below zero: the axis starts at 0 at the lowest
         y_range = (max(0.0, low - span * 0.08) if low >= 0 else low - span * 0.08,
                    low + span * 1.08)
     line = Line(xs, ys, COLOURS.get(name, "#333"), name)
@@ -474,8 +437,7 @@ def step_points(series: Series) -> tuple[list[float], list[float]]:
 def step_plot(series: Series, steps: StepTrend | None,
               y_range: tuple[float, float] | None = None,
               baseline: tuple[str, Series] | None = None) -> Markup:
-    """Seconds per step against iteration, warm-up included and shaded but not scaling
-    the axis; the row's baseline image overlaid (dashed grey) where the cell is compared."""
+    """Seconds per step against iteration, the row's baseline overlaid where compared."""
     xs, ys = step_points(series)
     lines = [Line(xs, ys, COLOURS["step"], "this image")]
     if baseline is not None:
@@ -489,8 +451,7 @@ def step_plot(series: Series, steps: StepTrend | None,
     times = step_times(series.samples)
     headline = ""
     if times:
-        # The trace is the measured phase's, timed under the quiet heap's allocator where
-        # the figure the tables print is the user's (a sort: 64 us here, 29 us there).
+        # The trace is timed under the quiet heap, the tables' figure is the user's: say which.
         quiet = series.as_user() is not None and (series.header or {}).get(
             "heap_mode") == "quiet"
         headline = (f"{'quiet-heap ' if quiet else ''}median "
@@ -526,16 +487,13 @@ def row_scales(series: Mapping[str, Series], sources: list[tuple[str, str]]) -> 
 
 
 def sources_of(series: Series, runtime: str) -> list[tuple[str, str]]:
-    """The memory sources with data in the measured phase (USS read only during import
-    has no panel); a cell without a cgroup of its own (the local runtime: the agent reads
-    the session's or machine's) has no cgroup panel either."""
+    """The memory sources with measured data; cgroup only where the cell had its own."""
     return [(key, name) for key, name in TREND_NAMES.items()
             if len(measured(series, key)) >= MIN_POINTS
             and not (name == "cgroup" and not own_cgroup(runtime))]
 
 
-# report.html's colour of each verdict, from the one list of verdict kinds ("not run" and
-# "unreadable" are the report's pseudo-verdicts).
+# report.html's colour of each verdict, from the one list of verdict kinds.
 KIND_COLOURS: dict[str, str] = {name: look.paint for name, look in LOOKS.items()}
 TREND_WIDTH, TREND_HEIGHT, TREND_LEFT, TREND_BOTTOM, TREND_TOP = 640, 150, 74, 34, 18
 TITLED = 60     # up to this many points a trend names each one on hover; past it, the first bad
@@ -552,11 +510,8 @@ class Point:
 
 
 def step_point(res: CellResult) -> Point | None:
-    """Step time per call: the median, with the early and late medians as its band. The
-    median is the user's (`Summary.median_step_s`); the early and late medians are the
-    measured phase's, under the quiet heap's allocator settings, so they are put in the
-    user's terms (times the user's figure over the run's own, `run_step_s`): a
-    `sorted(range(2000, 0, -1))` drew 28 us within a band of 65-66 us."""
+    """Step time per call: the user's median, banded by early and late medians (scaled
+    from the quiet heap's run to the user's terms)."""
     s = res.summary
     median = s.median_step_s
     if median is None:
@@ -570,8 +525,7 @@ def step_point(res: CellResult) -> Point | None:
 
 
 def memory_point(res: CellResult) -> Point | None:
-    """Memory growth per call (KiB) of the deciding source, else heap, else USS, else
-    RSS, with the slope's confidence interval."""
+    """Growth per call (KiB) of the deciding source, else heap, USS, RSS, with its CI."""
     order = [res.deciding_source, "heap", "uss", "rss"]
     source = next((s for s in order if s is not None and s in res.memory), None)
     if source is None:
@@ -589,16 +543,14 @@ def in_kib(value: float) -> str:
 
 
 def growth_label(value: float, places: int = 2) -> str:
-    """A growth per call (in KiB) on a chart: in bytes below 1 KiB, so a clean row's
-    axis (a few bytes either side of 0) does not read "+0.00 KiB" at both ends."""
+    """A growth per call (KiB) as a chart label, in bytes below 1 KiB."""
     if abs(value) < 1:
         return f"{kib(value * 1024 * 1024, max(places - 1, 1))} B"
     return f"{kib(value * 1024, places)} KiB"
 
 
 def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
-    """`growth_label` with the decimals that tell the chart's two axis ends apart (a
-    leak of 2.09 KiB/call in every image read "+2.09 KiB" at the top and the bottom)."""
+    """`growth_label` with enough decimals to tell the chart's two axis ends apart."""
     known = [p for p in points if p is not None]
     lo = min((p.lo for p in known), default=0.0)
     hi = max((p.hi for p in known), default=0.0)
@@ -610,10 +562,8 @@ def growth_labels(points: Sequence[Point | None]) -> Callable[[float], str]:
 
 def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None],
           first_bad: int | None, say: Callable[[float], str], zero: bool = False) -> Markup:
-    """One row's trend: a point per image (coloured by verdict) with its interval as a
-    vertical bar, joined in release order; the first bad image marked by a red line.
-    `zero`: the axis starts at 0, so the heights compare as ratios (step times: two
-    single runs 3 % apart drew from the bottom of the plot to its top)."""
+    """One row's trend: a point per image with its interval, in release order, the
+    first bad marked red. `zero`: the axis starts at 0, so heights compare as ratios."""
     known = [p for p in points if p is not None]
     if not known:
         return Markup(f'<p class="noplot">{escape(title)}: no figures</p>')
@@ -676,8 +626,7 @@ def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None
                        '</title></circle>')
         else:
             dots.setdefault(colour, []).append(f"M{x(i):.1f},{y(p.value):.1f}h0")
-    # Past TITLED points, a round-capped dot per point, one path per colour: a title on
-    # each took 130 bytes a point (2.6 MB of a 10,000-cell report.html)
+    # Past TITLED points, one path of dots per colour: a title per point bloats the page.
     out.extend(f'<path class="dots" d="{" ".join(d)}" stroke="{colour}" stroke-width="6" '
                'stroke-linecap="round"/>' for colour, d in dots.items())
     out.append("</svg>")
@@ -686,8 +635,7 @@ def trend_chart(title: str, labels: Sequence[str], points: Sequence[Point | None
 
 def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellResult]
                ) -> list[Markup]:
-    """The row's two trends across every image of the report: step time per call and
-    memory growth per call."""
+    """The row's two trends across the report's images: step time and memory growth."""
     by_image = {label: results.get(cid) for label, _, cid in row.cells}
     first = images.index(row.first_bad) if row.first_bad in images else None
     cells = [by_image.get(img) for img in images]
@@ -743,11 +691,7 @@ def reduce(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_POINTS
 
 
 def human(value: float, unit: str, span: float = 0.0) -> str:
-    """A tick label: bytes as KiB/MiB/GiB, seconds as ms/us.
-
-    Enough decimals that ticks `span` apart read differently: a flat 95 MiB heap
-    with 100 bytes of noise must not show three identical labels.
-    """
+    """A tick label in KiB/MiB/GiB or ms/us, precise enough that ticks `span` apart differ."""
     scales = {"B": (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0)),
               "s": (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))}.get(unit)
     if scales is None:
@@ -760,10 +704,8 @@ def human(value: float, unit: str, span: float = 0.0) -> str:
 
 def robust_range(ys: Sequence[float], lo_q: float = 0.01, hi_q: float = 0.98
                  ) -> tuple[float, float]:
-    """The [lo_q, hi_q] quantiles of ys, widened by a quarter of their spread and never
-    below 0 for values that are never negative (times): one slow warm-up step (40 ms
-    against 0.3 ms), or the top 2 % of spikes, must not flatten the rest of the plot;
-    what is left out is counted on the chart."""
+    """The [lo_q, hi_q] quantiles of ys widened by a quarter of their spread, so spikes
+    do not flatten the plot (those left out are counted on the chart)."""
     if not ys:
         return 0.0, 1.0
     v = sorted(ys)
@@ -797,9 +739,8 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
           headline: str = "") -> Markup:
     """One chart: the lines against iteration, warm-up shaded, fitted slope dashed.
 
-    `y_range` fixes the y axis (shared across a row, or robust to warm-up outliers);
-    points outside it are drawn at the edge and counted in a note. `headline` is
-    printed large (the slope), so two charts compare by number whatever their scale."""
+    `y_range` fixes the y axis (points outside it are drawn at the edge and counted);
+    `headline` (the slope) is printed large, to compare across scales."""
     points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
     if not points:
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
@@ -814,8 +755,7 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
 
 def axes(points: Sequence[tuple[float, float]], y_range: tuple[float, float] | None,
          fit: Fit | None) -> Axes:
-    """The ranges: x from 0 (or the least x) to the last point; y as `y_range` fixes
-    it, else the points' and the fitted line's, padded 5 %."""
+    """The ranges: x from 0, y as `y_range` fixes it, else the data and fit padded 5 %."""
     x_lo = min(0.0, min(p[0] for p in points))
     x_hi = max(p[0] for p in points)
     if y_range is not None:
@@ -878,8 +818,7 @@ def series(lines: Sequence[Line], ax: Axes) -> list[str]:
     dx, dy = ax.x_hi - x_lo, y_hi - y_lo
     for ln in lines:
         xs, ys = reduce(ln.xs, ln.ys)
-        # px and py written out (the same arithmetic): a page of 1,600 cells draws
-        # ~350,000 points
+        # px and py inlined: large pages draw hundreds of thousands of points.
         path = " ".join(
             f"{LEFT + (x - x_lo) / dx * w:.1f},"
             f"{TOP + (1 - ((y_lo if y < y_lo else y_hi if y > y_hi else y) - y_lo) / dy) * h:.1f}"
@@ -892,8 +831,7 @@ def series(lines: Sequence[Line], ax: Axes) -> list[str]:
 
 
 def legend(lines: Sequence[Line]) -> list[str]:
-    """The lines' names in their colours, where there are several: under the axis,
-    left of "iteration", never over the trace."""
+    """The lines' names in their colours where there are several, under the axis."""
     if len(lines) <= 1:
         return []
     said = " · ".join(ln.label for ln in lines)
@@ -906,8 +844,7 @@ def legend(lines: Sequence[Line]) -> list[str]:
 
 def clipped_note(clipped: Sequence[tuple[float, float]], ax: Axes, warmup_end: float | None,
                  unit: str) -> list[str]:
-    """Points off the axis are drawn on its edge; how many, how far and whether they
-    are warm-up, said above the plot, never over the trace."""
+    """How many points lie off the axis, how far, and whether warm-up, above the plot."""
     said = []
     for side, off in (("above", [p for p in clipped if p[1] > ax.y_hi]),
                       ("below", [p for p in clipped if p[1] < ax.y_lo])):
@@ -936,8 +873,7 @@ def fit_line(fit: Fit | None, ax: Axes) -> list[str]:
 
 
 def labels(title: str, headline: str, note: str, ax: Axes) -> list[str]:
-    """The title, the headline (large, right), the note (above the plot, right: never
-    over the trace, the title or the axis labels), the x axis's name; the svg closed."""
+    """The title, the headline, the note, the x axis's name; closes the svg."""
     parts = [f'<text x="{LEFT}" y="{TOP - 17}" font-size="11" font-weight="bold" '
              f'fill="#222">{escape(title)}</text>']
     if headline:

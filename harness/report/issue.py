@@ -1,13 +1,7 @@
-"""A bug report draft for the upstream tracker, for one row: `harness report DIR --issue
-ROW`. System information from the first bad cell's fingerprint, the scenario as the
-matrix named it, the numbers from the stored results; both environments exactly, and
-what `--find-cause` and `harness culprit` answered quoted as written.
-
-The draft's exact environments (issue 51): each side's pins as its cell found them
-installed, a dated image's day with the resolver's flags, and the commands that
-reproduce them (a `pip install` of those pins, a matrix that pins both sides for
-`harness sweep`). Never a `pip:` image's requirement list as the environment:
-unpinned, it installs today's releases.
+"""A bug report draft for the upstream tracker, for one row (`harness report DIR --issue
+ROW`): system information, the scenario, the numbers, both environments exactly, and the
+`--find-cause` and `harness culprit` answers as written. Environments are the pins each
+cell found installed, never a `pip:` image's unpinned list, which installs today's releases.
 """
 
 from __future__ import annotations
@@ -62,8 +56,7 @@ def scenario_text(report: Report, res: Result) -> tuple[str, str]:
     script = res.scenario.script
     if not script:
         return "", "(the result does not name its scenario script)"
-    # Stored relative to the matrix file; not relative to the current directory, where
-    # a file of the same name may be another scenario.
+    # Stored relative to the matrix file, not the current directory.
     tries: list[Path] = []
     matrix = report.meta.get("matrix")
     if Path(script).is_absolute():
@@ -128,9 +121,7 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
         lines.append(f"| {name} | " + " | ".join(md(value(c)) for c in cells) + " |")
 
     row("verdict", lambda c: f"{c.verdict}: {c.reason}")
-    # The agent's cgroup reading is the cell's only where its runtime gave it a cgroup
-    # of its own; elsewhere it is the session's or the machine's (the cell plots leave it
-    # out too), and growth there is nobody's finding.
+    # The cgroup reading is the cell's only where its runtime gave it its own cgroup.
     sources = sorted({s for c in cells for s in c.memory
                       if s != "cgroup" or own_cgroup(c.runtime)})
     for s in sources:
@@ -175,19 +166,13 @@ def measured_lines(report: Report, good: Result | None, bad: Result) -> list[str
 
 
 def timed(bad: Result) -> bool:
-    """Whether the first bad cell's finding is about time (a slowdown, a regression
-    against the baseline, a leak whose steps slowed within its run too, or that
-    interleaved rounds confirmed slower than the baseline): only then do
-    step-time ratios belong in its issue; beside a leak alone an unconfirmed one would
-    read as a finding."""
+    """Whether the first bad cell's finding is about time (then step ratios belong in it)."""
     return (bad.verdict in TIMED or also_slowed(bad) is not None
             or also_slower(bad) is not None)
 
 
 def cause_section(r: Report, row: str) -> str:
-    """`## Cause`: what `--find-cause` and `harness culprit` answered for the row, quoted
-    as written, each only while the cells it rests on are the row's (a stale one is
-    left out, and said, with the command that finds it again); empty where neither ran."""
+    """`## Cause`: the row's current `--find-cause` and `harness culprit` answers, quoted."""
     cause, culprit = r.causes.get(row), r.culprits.get(row)
     if cause is None and culprit is None:
         return ""
@@ -315,10 +300,7 @@ class IssueReporter(Reporter):
 
 
 def exact_pins(res: Result) -> tuple[str, ...]:
-    """A `pip:` image's environment as `name==X.Y.Z` pins: the packages its cell found
-    installed (the fingerprint) but the installers a venv brings along, unless asked
-    for; else the pins its day resolved to (`pins` label); else its requirement list.
-    Empty for an image that is not built from a `pip:` list."""
+    """A `pip:` image's `name==X.Y.Z` pins: as installed, else resolved, else required."""
     if not res.image.pip:
         return ()
     resolved = res.image.labels.get("pins", "").split()
@@ -339,9 +321,7 @@ def interpreter(res: Result) -> str:
 
 
 def as_of_words(res: Result) -> str | None:
-    """"2025-07-15 (00:00 UTC), resolved by `uv pip compile --exclude-newer ...`" for a
-    dated image; None for any other. A cell recorded before the flags were kept says
-    uv's and pip's."""
+    """"2025-07-15 (00:00 UTC), resolved by `uv pip compile ...`" for a dated image, else None."""
     labels = res.image.labels
     day = labels.get("as_of")
     if not day:
@@ -353,8 +333,7 @@ def as_of_words(res: Result) -> str | None:
 
 
 def environment_lines(good: Result | None, bad: Result) -> list[str]:
-    """Each side's environment exactly: image, requirements, day and resolver flags,
-    Python, and the pins its cell found installed."""
+    """Each side's environment exactly: image, requirements, day, Python, pins."""
     cells = [(f"last good ({md(good.image.label)})", good)] if good is not None else []
     cells.append((f"first bad ({md(bad.image.label)})", bad))
     lines = ["| | " + " | ".join(h for h, _ in cells) + " |",
@@ -383,10 +362,8 @@ def environment_lines(good: Result | None, bad: Result) -> list[str]:
 
 
 def run_length(settings: Mapping[str, JSON]) -> dict[str, JSON]:
-    """The matrix keys of a run's length as it was made: `budget` (and `max_iterations`
-    where it was not the budget's own cap) for a run in early-stop mode, else
-    `iterations`; with `warmup` and `sample_every`. A budgeted run's `iterations` is the
-    default it never read: written beside `budget`, the matrix would be refused."""
+    """The matrix keys of the run's length as made: `budget` (early stop) or
+    `iterations`, with `warmup` and `sample_every` (never `iterations` beside `budget`)."""
     early = isinstance(settings.get("max_iterations"), int)
     keys = ("max_iterations", "warmup", "sample_every") if early else (
         "iterations", "warmup", "sample_every")
@@ -409,9 +386,7 @@ def calls_made(res: Result) -> int | None:
 
 
 def run_words(res: Result) -> str:
-    """The run as it was made: "a 5 s time budget (554 calls) after 200 warm-up calls"
-    for a budgeted run, "2000 iterations after 200 warm-up" for a fixed one (with the
-    calls it made where it ended sooner)."""
+    """The run as made, e.g. "a 5 s time budget (554 calls) after 200 warm-up calls"."""
     settings = res.settings
     made = calls_made(res)
     warm = f" after {settings.get('warmup', '?')} warm-up"
@@ -427,11 +402,7 @@ def run_words(res: Result) -> str:
 
 
 def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
-    """A matrix that runs the scenario on both environments as they were, for as long
-    (`run_length`: a time budget where the run had one): each `pip:` image pinned
-    exactly (no `as_of:`: today's index would resolve it anew), a container image by
-    the digest it ran (`repo@sha256:...`, where the engine knew one), a local
-    interpreter by its name."""
+    """A matrix running the scenario on both environments exactly as they were."""
     def image(name: str, c: Result) -> object:
         pins = exact_pins(c)
         if pins:
@@ -458,11 +429,8 @@ def repro_matrix(good: Result | None, bad: Result, script: str) -> str:
 
 def reproducer(bad: Result, script: str, good: Result | None, *, time: bool = False,
                memory: bool = True) -> str:
-    """A stand-alone reproduction: the first bad image's exact pins (or image), and a
-    loop over the scenario, without harness, as long as the cell's run (its warm-up,
-    then the calls it measured), that prints the verdict's own quantity: the median step
-    time of each tenth of the calls where the finding is about `time`, the process's
-    max RSS every 100 calls where it is about `memory`."""
+    """A stand-alone reproduction without harness: the first bad image's pins and a loop
+    as long as the cell's run, printing the verdict's quantity."""
     name = script.rsplit("/", 1)[-1] or "scenario.py"
     asked = bad.settings.get("iterations", 1000)
     calls = calls_made(bad) or (asked if isinstance(asked, int) else 1000)

@@ -39,8 +39,7 @@ def no_colour() -> bool:
 
 def last_iteration(path: Path, chunk: int = 8192
                    ) -> tuple[int, str, float | None] | None:
-    """(iterations done, phase, the phase's seconds of the cell's own time where a step
-    sample says them) from the last complete sample line of samples.jsonl."""
+    """(iterations, phase, the phase's own seconds) from samples.jsonl's last line."""
     record = last_sample(path, chunk)
     if record is None:
         return None
@@ -50,9 +49,7 @@ def last_iteration(path: Path, chunk: int = 8192
 
 
 def budget_count(done: int, spent: float, cell: float | None, budget: float) -> str:
-    """A budgeted cell's count: calls, and its budget's seconds spent; where the host's
-    other work stretched them (the agent's `cell_s`: its wall time less the run-queue
-    delay and its own sampling), both clocks."""
+    """A budgeted cell's calls and budget seconds spent, both clocks where they differ."""
     if cell is None or not host_busy(spent, cell):
         return f"{done:,} calls, {spent:.1f}/{budget:g} s"
     return (f"{done:,} calls, {cell:.1f}/{budget:g} s of the cell's time "
@@ -77,8 +74,7 @@ class LiveProgress:
         self.preparing: dict[str, str] = {}
         self.prepare_t: dict[str, float] = {}        # when each image's first line came
         self.images: dict[str, tuple[str, str]] = {}  # cell id -> (image ref, label)
-        # A budgeted cell's bar counts its budget's seconds, not calls up to its cap:
-        # cell id -> its budget, and when its measuring was first seen
+        # A budgeted cell's bar counts budget seconds: cell id -> budget, measure start
         self.budgets: dict[str, float] = {}
         self.measuring: dict[str, float] = {}
         self.totals: dict[str, int] = {}     # cell id -> the calls it runs at most
@@ -109,9 +105,7 @@ class LiveProgress:
                 self.prepare_t.setdefault(key, time.monotonic())
                 self.live.update(self._view(), refresh=True)
                 return
-            # Wrapped as plain lines are (continuation lines indented), each line within
-            # the width: rich then knows how many rows it took, so the live region
-            # below is redrawn under it, not over its wrapped tail.
+            # Wrapped within the width, so rich redraws the live region below it.
             self.console.print("\n".join(wrap(f"harness: {text}", self.console.width)),
                                markup=False, highlight=False)
 
@@ -119,8 +113,7 @@ class LiveProgress:
         s = cell.settings
         with self.lock:
             if event == "running":
-                # The cell may still wait for its image: its clock starts with its
-                # first sample, not here.
+                # The cell may still wait for its image: its clock starts at its first sample.
                 total = s.warmup + (s.max_iterations or s.iterations)
                 self.totals[cell.id] = total
                 if (budget := s.run_budget) is not None:
@@ -132,10 +125,7 @@ class LiveProgress:
                 self.images[cell.id] = (cell.image.ref, cell.image.label)
                 self.live.update(self._view(), refresh=True)
             elif event in ("done", "ended") and cell.id in self.tasks:
-                # a cell done before a poll saw its first sample (a run under the
-                # poll's interval) still ends its image's preparing line; one whose
-                # image was never built ("ended": it failed, or Ctrl-C came first) ends
-                # it without a word of a build
+                # a cell done before a poll still ends its image's preparing line
                 self._prepared(cell.id, time.monotonic(), event == "done")
                 task, _ = self.tasks.pop(cell.id)
                 for kept in (self.budgets, self.measuring, self.totals, self.cell_s):
@@ -178,8 +168,7 @@ class LiveProgress:
         self.bars.update(task, completed=completed, rate=rate, count=count)
 
     def _prepared(self, cid: str, now: float, built: bool = True) -> None:
-        """The cell's image is ready (its agent wrote a sample): its preparing line
-        gives way to one line saying how long the build took (`built`: else none)."""
+        """The cell's image is ready: its preparing line says how long the build took."""
         for key in self.images.pop(cid, ()):
             text = self.preparing.pop(key, None)
             started = self.prepare_t.pop(key, None)

@@ -1,7 +1,5 @@
-"""One report model built from cell results; every renderer reads only this.
-
-And the small text helpers the renderers share (`md`, `steps_vs_baseline`): Markdown
-table cells, signed KiB, a ratio against the baseline with what it rests on.
+"""One report model built from cell results; every renderer reads only this, plus the
+small text helpers the renderers share (`md`, `steps_vs_baseline`).
 """
 
 from __future__ import annotations
@@ -32,9 +30,7 @@ __all__ = ["LARGE", "RESULTS_SCHEMA", "Report", "Reporter", "cell_text", "human_
            "steps_vs_baseline"]
 
 RESULTS_SCHEMA = 2
-# Above this many cells a report is read by its rows' answers: the console says each
-# answer's rows as runs of images (`grid.runs`), report.html leads with each row's first
-# bad and pages only the cells a reader is led to (`html.HtmlReporter.paged`).
+# Above this many cells a report is read by its rows' answers (`grid.runs`, `paged`).
 LARGE = 2000
 
 
@@ -51,21 +47,15 @@ class Report:
     unreadable: dict[str, str] = field(default_factory=dict)   # cell id -> why
     # `harness explain`: cell id -> where its memory or time went (cells/<id>/where.json)
     explained: dict[str, Explanation] = field(default_factory=dict)
-    # cell id -> its result.json's stamp as read (current schema only; `store.gate.read_run`)
-    # or as the store wrote it (`RunStore.stamped`, added by `write_all`): results.json
-    # copies that file, or its line in results.index, instead of encoding the cell again
+    # cell id -> its result.json's stamp: results.json copies that file, not re-encodes
     stored: Mapping[str, Stamp] = field(default_factory=dict, compare=False)
-    # row -> "stale: ..." where an explanation no longer rests on the row's cells as they
-    # are (they ran again, or are unreadable): `answers.explained.holding`, checked here
-    # once, so `explained` holds only answers that rest on the cells beside them
+    # row -> "stale: ..." for explanations no longer resting on the row's cells
     stale_where: dict[str, str] = field(default_factory=dict)
     # `harness culprit`: row -> which package change did it (culprit/<row>/culprit.json)
     culprits: dict[str, Culprit] = field(default_factory=dict)
-    # `harness sweep --find-cause`: row -> its journey's summary (cause/<row>.json), or the
-    # stale note where the cells it rests on changed since
+    # `harness sweep --find-cause`: row -> its summary (cause/<row>.json), or a stale note
     causes: dict[str, Cause] = field(default_factory=dict)
-    # cell id -> (its numbers, the cell in words): said once, however many renderers
-    # ask (five did, for each of 10,000 cells)
+    # cell id -> (its numbers, the cell in words): made once for every renderer
     _said: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False,
                                               repr=False)
     _table: list[tuple[list[str], list[list[str]]]] = field(
@@ -78,12 +68,11 @@ class Report:
                      unreadable: Mapping[str, str] | None = None,
                      stored: Mapping[str, Stamp] | None = None,
                      outdated: Collection[str] = ()) -> Report:
-        """Build the model. Renderers get each cell's series through `series` (the
-        sweep's, already parsed), else read once from `root`'s samples.jsonl. Cells of
-        `planned` without a result are "not run" (or unreadable) in the table, and no
-        first bad is named across them. `stored`: the cells' result.json stamps as read
-        (`RunDir.stored`). `outdated`: the cells of `unreadable`
-        made from inputs that changed since (`store.gate`), shown as stale."""
+        """Build the model.
+
+        Series come from `series` (the sweep's), else `root`'s samples.jsonl. Cells of `planned`
+        without a result are "not run" (or unreadable); no first bad is named across them.
+        `stored`: result.json stamps as read; `outdated`: unreadable cells shown as stale."""
         order = image_places(results, planned)
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
@@ -115,20 +104,17 @@ class Report:
         return found
 
     def cause_lines(self, row: str) -> list[str]:
-        """What `--find-cause` found for the row: its summary, then each step's answer;
-        empty when it was not run there."""
+        """What `--find-cause` found for the row; empty when not run there."""
         found = self.causes.get(row)
         return found.lines() if found is not None else []
 
     def culprit_lines(self, row: str) -> list[str]:
-        """What `harness culprit` answered for the row: its sentence, then each probe;
-        empty when it was not run there."""
+        """What `harness culprit` answered for the row; empty when not run there."""
         found = self.culprits.get(row)
         return found.lines() if found is not None else []
 
     def where_lines(self, cell_id: str) -> list[str]:
-        """What `harness explain` found for the cell: the diff with its paired cell (the
-        answer; else what its own run showed), then the notes; empty when not explained."""
+        """What `harness explain` found for the cell; empty when not explained."""
         ex = self.explained.get(cell_id)
         if ex is None:
             return []
@@ -151,8 +137,7 @@ class Report:
         return sorted(k for k, r in self.results.items() if r.verdict in UNDECIDED)
 
     def crash_frames(self, depth: int = 3) -> dict[str, list[str]]:
-        """Cell id -> the last frames of the error its scenario raised (file, line and
-        code, the agent's own frames left out), for the cells that crashed."""
+        """Cell id -> the last frames of its scenario's error, for crashed cells."""
         out: dict[str, list[str]] = {}
         for cid, res in sorted(self.results.items()):
             err = res.end.error
@@ -205,8 +190,7 @@ class Report:
         return [f"{label}: {text}" for label, text in seen.items()]
 
     def table(self) -> tuple[list[str], list[list[str]]]:
-        """Header and rows: GPU x scenario down, images across, then the answer (made
-        once; each caller gets its own lists)."""
+        """Header and rows: GPU x scenario down, images across, then the answer."""
         if not self._table:
             self._table.append(self._made_table())
         header, body = self._table[0]
@@ -230,8 +214,7 @@ class Report:
         return header, body
 
     def table_verdicts(self) -> list[list[str]]:
-        """The verdict behind each image cell of `table()`'s rows ("" where the row has
-        no cell of that image): what a renderer colours a cell by, never its words."""
+        """The verdict behind each image cell of `table()` ("" where none)."""
         out = []
         for row in self.rows:
             said = {label: (verdict, cid) for label, verdict, cid in row.cells}
@@ -245,9 +228,7 @@ class Report:
 
     def _cell_line(self, cell_id: str, result: CellResult, lines: Lines | None = None
                    ) -> str:
-        """A cell as results.json holds it: its result.json without host samples, one
-        line, keys sorted: the line `lines` (the results.json there was) holds for the
-        file as read, else made from that file, else encoded again."""
+        """A cell's line of results.json: from `lines`, else its file's text, else encoded."""
         stamp = self.stored.get(cell_id)
         if stamp is not None and lines is not None:
             kept = lines.line(cell_id, stamp)
@@ -261,10 +242,8 @@ class Report:
 
     def cells_parts(self, lines: Lines | None = None,
                     placed: dict[str, tuple[int, int, int]] | None = None) -> Iterator[str]:
-        """results.json's "cells" object as text, in parts made as they are asked for:
-        each cell's line, by id (10,000 lines held at once were 50 MB). `lines`: the
-        results.json there was (`_cell_line`); `placed`: filled with each line's offset
-        in the object, its length and CRC-32 (bytes), for results.index."""
+        """results.json's "cells" object a line at a time, never held whole; `placed`
+        gets each line's offset, length and CRC-32, for results.index."""
         yield "{"
         at = 1
         for n, (k, v) in enumerate(sorted(self.results.items())):
@@ -280,8 +259,7 @@ class Report:
         yield "}"
 
     def to_json(self, cells: bool = True) -> dict[str, JSON]:
-        """results.json: the rows' answers and every cell (without host samples);
-        without `cells`, all but them (`cells_parts` writes them)."""
+        """results.json's content; without `cells`, all but them (`cells_parts`)."""
         out: dict[str, JSON] = {
             "schema": RESULTS_SCHEMA, "name": self.name, "meta": self.meta,
             "images": list(self.images), "rows": [encode(r) for r in self.rows],
@@ -302,11 +280,7 @@ R = TypeVar("R", bound="Reporter")
 
 
 class Reporter:
-    """A renderer over one Report: `Kind.from_results(report).render(out)`.
-
-    Every renderer (console, report.md, report.html, junit.xml, the issue draft)
-    subclasses it and writes only what it reads from `self.report`.
-    """
+    """A renderer over one Report, reading only it: `Kind.from_results(r).render(out)`."""
 
     def __init__(self, report: Report):
         self.report = report
@@ -320,8 +294,7 @@ class Reporter:
         raise NotImplementedError(f"{type(self).__name__} does not render")
 
 
-# A name Python gives code in angle brackets (`step.<locals>.<genexpr>`, `<module>`):
-# shown as code in report.md, as the traceback and the console say it, never `&lt;locals>`.
+# A name Python gives code in angle brackets (`step.<locals>.<genexpr>`): shown as code.
 PY_ANGLED = re.compile(r"[^\s`|<>]*(?:<(?:locals|genexpr|lambda|module|listcomp|dictcomp|"
                        r"setcomp|string|stdin)>[^\s`|<>]*)+")
 TRAILING = ",;:.)]"
@@ -335,11 +308,9 @@ def _code(m: re.Match[str]) -> str:
 
 
 def md(text: object) -> str:
-    """`text` safe inside a Markdown table cell (no pipes, newlines or raw HTML); a
-    Python name in angle brackets is a code span, read the same on GitHub and on a
-    terminal (`harness report DIR --format md`)."""
+    """`text` safe in a Markdown table cell; a Python `<name>` becomes a code span."""
     said = str(text).replace("|", "\\|").replace("\n", " ")
-    if "<" not in said:     # no raw HTML and no angled name (10,000 cells' words: 40,000)
+    if "<" not in said:     # no raw HTML and no angled name: the common, fast path
         return said
     parts = cast("list[str]", PY_ANGLED.split(said))     # no capturing group: no None
     names = [_code(m) for m in PY_ANGLED.finditer(said)]
@@ -350,12 +321,9 @@ def md(text: object) -> str:
 
 
 def steps_vs_baseline(vs: VsBaseline) -> str:
-    """The step-time ratio against the baseline as far as it is known: the interleaved
-    rounds' ratio with its interval, confirmed or not, and what they cost; else the pooled
-    ratio marked unconfirmed (two runs one after the other: host drift is in it).
-
-    "1.52x (CI 1.31..1.76) in 3 interleaved rounds (8.2 s), confirmed slower" or
-    "1.69x pooled (p=1e-30), suspected slower, unconfirmed: no interleaved rounds"."""
+    """The step-time ratio against the baseline as far as it is known: the rounds'
+    ratio and interval, else the pooled ratio marked unconfirmed (host drift is in it), e.g.
+    "1.52x (CI 1.31..1.76) in 3 interleaved rounds (8.2 s), confirmed slower"."""
     conf, steps = vs.confirmation, vs.steps
     if conf is not None:
         n = len(conf.rounds)
@@ -374,7 +342,6 @@ def steps_vs_baseline(vs: VsBaseline) -> str:
         return "-"
     pooled = f"{steps.ratio:.2f}x pooled (p={steps.p_value:.2g})"
     if steps.direction == "~":
-        # Which threshold held it back (the ratio, the p-value or the step floor) is the
-        # matrix's analysis block's to say; the words do not guess.
+        # Which threshold held it back is the analysis block's to say; the words do not guess.
         return f"{pooled}, not a change by the pooled test's thresholds"
     return f"{pooled}, suspected {steps.direction}, unconfirmed: no interleaved rounds"

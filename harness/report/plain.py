@@ -1,6 +1,6 @@
 """The sweep's progress: `progress_for(quiet, samples)` gives plain `harness: ...` lines
-(`PlainProgress`), nothing with `-q`, or on a TTY the live display (`report.live`,
-rich's bars, loaded only there: a sweep into a pipe or a log imports no rich for it)."""
+(`PlainProgress`), nothing with `-q`, or on a TTY the live display (`report.live`), so a
+sweep into a pipe imports no rich."""
 
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ class PlainProgress:
         self.stream = stream
 
     def __call__(self, text: str) -> None:
-        """One event; wrapped at the terminal's width, or at COLUMNS where it is set
-        (continuation lines indented), else one line as it is, for logs and grep."""
+        """One event, wrapped at the terminal's width or COLUMNS, else as is."""
         if self.quiet:
             return
 

@@ -1,9 +1,9 @@
 """The one gate every answer reads its cells through: a run's cells, each checked against
 the inputs as they are now. `read_run(root)` is what a results directory holds; `gate`
-adds what each planned cell is now: current, stale (`why_changed` says what changed),
-missing or unreadable. A command answers only from current cells and names the others
-with the command that refreshes them (`Gated.refresh`); where the run's matrix is not
-found, its cells read as recorded, said so (`Gated.unchecked`)."""
+adds each planned cell's state: current, stale (`why_changed`), missing or unreadable. A
+command answers only from current cells and names the others with the command that
+refreshes them (`Gated.refresh`); without the run's matrix, cells read as recorded, said
+so (`Gated.unchecked`)."""
 
 from __future__ import annotations
 
@@ -33,30 +33,24 @@ LENGTHS = ("iterations", "warmup", "max_iterations", "min_iterations", "budget")
 
 @dataclass(frozen=True)
 class RunDir:
-    """What a results directory holds: readable cell results, the cells whose
-    result.json cannot be read (with why), and the sweep's plan where it was kept."""
+    """What a results directory holds: readable results, unreadable cells (why), the plan."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
     planned: tuple[Planned, ...] = ()
     has_plan: bool = False
     matrix: str = ""             # the matrix file the sweep ran, as plan.json says
-    # Where `planned` came from: plan.json; in a directory of an older sweep (none
-    # written), its results.json (the cells a finished sweep had) or else its
-    # matrix.yaml (every cell of the matrix, as an interrupted sweep left no other).
+    # Where `planned` came from: plan.json, else (older sweeps) results.json or matrix.yaml.
     plan_from: str = ""
-    # Each readable cell's result.json stamp as read (`store.results.Cells`), where it
-    # is of the schema this harness writes (decoding and encoding it again gives the
-    # same object): results.json copies those files (`results_line_of`) instead of
-    # encoding 10,000 cells again.
+    # Stamps of result.json files in this harness's schema: results.json copies them
+    # rather than encoding every cell again.
     stored: dict[str, Stamp] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Gated(RunDir):
-    """A run's cells as the gate reads them: `results` are the current ones only;
-    `stale` the ones whose inputs changed (id -> what changed), kept in `was`;
-    `unreadable` and the planned cells with neither are the rest."""
+    """A run's cells as the gate reads them: `results` current only; `stale` (id -> what
+    changed, kept in `was`); `unreadable`; and the missing."""
 
     stale: dict[str, str] = dataclasses.field(default_factory=dict)
     was: dict[str, CellResult] = dataclasses.field(default_factory=dict)
@@ -77,8 +71,7 @@ class Gated(RunDir):
 
     @property
     def gaps(self) -> dict[str, str]:
-        """Every planned cell that is not current, with why: what the report model
-        shows as a gap, never as a finding (a stale cell's why starts "stale:")."""
+        """Every planned cell not current, with why: a gap, never a finding."""
         out = {cid: f"stale: {why}; `{self.refresh}` runs it again"
                for cid, why in self.stale.items()}
         out.update(self.unreadable)
@@ -86,8 +79,7 @@ class Gated(RunDir):
 
     @property
     def plan(self) -> tuple[Planned, ...]:
-        """The plan, with each stale cell in it (a directory of an older sweep may have
-        kept none), so that no first bad is named across one."""
+        """The plan, with each stale cell in it, so no first bad is named across one."""
         have = {p.id for p in self.planned}
         extra = tuple(Planned(r.id, r.row, r.image.label, r.image.index)
                       for cid, r in sorted(self.was.items()) if cid not in have)
@@ -108,12 +100,10 @@ class Gated(RunDir):
 
 
 def read_run(root: Path) -> RunDir:
-    """Everything on disk that `harness report` needs to tell a whole answer from a
-    partial one (unchecked against the matrix: `gate` checks).
+    """Everything on disk `harness report` needs, unchecked against the matrix (`gate`).
 
     Raises:
-        InputError: a result.json of the wrong shape (the message names the file and
-            the key), or a plan.json that is not one.
+        InputError: a result.json or plan.json of the wrong shape (names the file and key).
     """
     read = read_cells(root, "\n  fix: re-run that cell: delete its result.json, then "
                             f"{rerun_line(root)}")
@@ -131,8 +121,7 @@ def read_run(root: Path) -> RunDir:
     except DecodeError as exc:
         raise InputError(f"{plan}: {exc}\n  fix: delete it to report the cells there "
                          "are without checking for missing ones") from exc
-    # A cell on disk that the plan does not name is not this run's (another matrix's
-    # run resumed into the directory by an older harness): never read as its cell.
+    # A cell on disk that the plan does not name is not this run's.
     ids = {p.id for p in found.cells}
     if ids:
         results = {k: v for k, v in results.items() if k in ids}
@@ -144,17 +133,14 @@ def read_run(root: Path) -> RunDir:
 def gate(root: Path, given: Path | None = None,
          runtime: Callable[[Cell], str] | None = None,
          matrix: Matrix | None = None) -> Gated:
-    """Each of the run's cells as it stands now (see the module's docstring).
+    """Each of the run's cells as it stands now.
 
-    `given`: the matrix file to check against (a command's --matrix), else the run's
-    copy with its scenarios beside the original. `runtime`: the runtime each cell would
-    run on now (a command that runs cells: culprit, explain); without it, a cell is
-    checked against the runtime and host it ran on, and a result recorded before run
-    keys reads as current (nothing to check it with).
+    `given`: the matrix file to check against, else the run's copy. `runtime`: the runtime a
+    cell would run on now; without it, what it ran on (no run keys: read current).
 
     Raises:
-        InputError: a result.json or plan.json of the wrong shape; a `given` matrix
-            that does not read.
+        InputError: a result.json or plan.json of the wrong shape; a `given` matrix that does
+            not read.
     """
     found = read_run(root)
     refresh = rerun_line(root)
@@ -194,10 +180,8 @@ def gate(root: Path, given: Path | None = None,
 
 
 def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str | None:
-    """Why a recorded result does not answer for `cell` run on `runtime` now (its run
-    key, `result.runkey`, differs: which part, in words), or None where it does: the
-    one reuse check of every command that runs cells or reuses them (the sweep's
-    resume, bisect, culprit, fit, explain, `--find-cause`)."""
+    """Why a recorded result does not answer for `cell` on `runtime` now, or None:
+    the one reuse check of every command."""
     if result is None:
         return "not run"
     return why_changed(result.key, key_of(cell, runtime))
@@ -205,16 +189,12 @@ def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str 
 
 def read_gated(root: Path, given: Path | None = None, as_run: bool = False
                ) -> tuple[Gated, Matrix | None]:
-    """The run's cells through the gate, each checked against the runtime and host it
-    ran on, and the matrix they were checked against (None where it cannot be found:
-    then `Gated.unchecked` says why and every readable cell reads as recorded).
-    `as_run`: against the matrix as the run recorded it (its matrix.yaml, scenarios
-    read from beside the original): `harness compare` sets two runs side by side as
-    they ran, and says how their pins differ, where the matrix was edited between them.
+    """The run's cells through the gate, and the matrix checked against (None where not
+    found: `Gated.unchecked` says so). `as_run`: the matrix as the run recorded it.
 
     Raises:
-        InputError: a --matrix (`given`) that does not read; a result.json or plan.json
-            of the wrong shape.
+        InputError: a --matrix that does not read; a result.json or plan.json of the wrong
+            shape.
     """
     try:
         matrix = matrix_of(root, "", given, as_run)
@@ -235,8 +215,7 @@ def _gated(found: RunDir, readable: dict[str, CellResult], stale: dict[str, str]
 
 
 def as_recorded(cell: Cell, result: CellResult) -> Cell:
-    """The cell with the run's length as its result records it: a sweep's --iterations
-    or --warmup is how that run was asked for, not a changed setting."""
+    """The cell with the run's length as recorded: --iterations is no changed setting."""
     recorded = {k: result.settings.get(k) for k in LENGTHS}
     s = cell.settings
     now: dict[str, object] = {"iterations": s.iterations, "warmup": s.warmup,
@@ -254,11 +233,8 @@ def as_recorded(cell: Cell, result: CellResult) -> Cell:
 
 
 def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) -> Matrix:
-    """The matrix the run's cells are judged against now: `given`; else the matrix file
-    the run was swept from (`named`, found from any directory), as it reads now, pins,
-    settings and scenarios included: an edit to it since the run makes the cells it
-    changed stale, for every reader, as `--resume` sees them. `as_run`: the run's own
-    copy (matrix.yaml) with its scenarios read from beside that file instead.
+    """The matrix the cells are judged against: `given`, else the file the run was swept
+    from as it reads now (edits make cells stale); `as_run`: the run's own copy.
 
     Raises:
         InputError: neither can be found.
@@ -280,16 +256,14 @@ def matrix_of(root: Path, named: str, given: Path | None, as_run: bool = False) 
 
 
 def refresh_line(root: Path, matrix: Matrix) -> str:
-    """The command that runs a run's changed cells again in place: a sweep's directory
-    is resumed; a re-decided copy (which --resume does not continue) is swept anew."""
+    """The command that reruns a run's changed cells (resume, or a new sweep)."""
     if kind_of(root) == SWEEP:
         return f"harness sweep {shown(matrix.file)} --resume {shown(root)}"
     return sweep_again(root)     # a new run beside it, where its reader finds it
 
 
 def rerun_line(root: Path) -> str:
-    """The command that runs a sweep's unreadable or missing cells again into `root`,
-    from here (--resume reruns a cell whose result.json does not read)."""
+    """The command that reruns a sweep's unreadable or missing cells into `root`."""
     found = matrix_file(root)
     matrix = shown(found) if found is not None else "MATRIX"
     if kind_of(root) != SWEEP:
@@ -299,9 +273,7 @@ def rerun_line(root: Path) -> str:
 
 def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
               ) -> tuple[Planned, ...]:
-    """A resumed run's plan: the cells it runs now, and those its plan had that the
-    matrix still has (a `-k` of another subset is part of the run, never hidden from
-    its report); a cell the matrix no longer has is no longer the run's."""
+    """A resumed run's plan: the cells it runs now plus its old ones the matrix still has."""
     try:
         before = decode(Plan, load_json(root / PLAN_FILE), "plan", parsed=True).cells
     except DecodeError:
@@ -312,8 +284,7 @@ def kept_plan(root: Path, matrix: Matrix, planned: tuple[Planned, ...]
 
 
 def planned_by_results(root: Path) -> tuple[Planned, ...]:
-    """The cells an older sweep's results.json lists: it was written when the sweep
-    finished, so a cell it has and the directory lacks was deleted or cut short."""
+    """The cells an older sweep's results.json lists (written at its end)."""
     data = load_json(root / "results.json")
     cells = data.get("cells") if isinstance(data, dict) else None
     out: list[Planned] = []
@@ -329,8 +300,7 @@ def planned_by_results(root: Path) -> tuple[Planned, ...]:
 
 
 def planned_by_matrix(root: Path) -> tuple[Planned, ...]:
-    """Every cell of the directory's copy of its matrix (an older sweep that was
-    interrupted left no other list); none when the copy does not read."""
+    """Every cell of the directory's matrix copy; none when it does not read."""
     path = root / "matrix.yaml"
     try:
         matrix = parse(path.read_text(encoding="utf-8"), path, check_files=False)

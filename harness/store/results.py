@@ -1,24 +1,9 @@
 """`reports/<sweep>/<timestamp>/` with cells/<id>/{samples.jsonl,result.json}, results.json.
 
-Writes are atomic (temp file in the same directory, fsync, rename), so a crash or
-Ctrl-C leaves either the old file or the new one, never half of one. A directory is
-locked while a sweep writes to it; `--resume` continues the newest sweep of the matrix
-(`harness.store.runs`: by recorded kind and time) and skips cells whose result.json is
-complete and was made by the same run (`harness.result.runkey`).
-
-`load_json_keys`: some keys of a JSON object read from the head of its file:
-results.json keeps its cells last, so `harness report` and `explain` read its name and
-meta without parsing every cell.
-
-`SeriesCache`: each cell's parsed samples, by cell id, as a report's renderers ask for
-them: kept as the sweep parsed them, else read again from cells/<id>/samples.jsonl, a bounded number
-held at once.
-
-The answers commands store beside a run's cells, read back only here (the gate's
-other half): `harness explain`'s cells/<id>/where.json, `harness culprit`'s
-culprit/<row>/culprit.json and `harness day`'s day/<row>/day.json, each as parsed JSON
-(`answers.explained` and `answers.culprits` make them typed and check what they rest on;
-`culprit.run.ends` reads day.json for the days culprit searches between).
+Writes are atomic (temp file, fsync, rename), so a crash never leaves half a file. A
+directory is locked while a sweep writes it; `--resume` continues the newest sweep of the
+matrix and skips cells complete from the same run (`harness.result.runkey`). Also the only
+readers of where.json, culprit.json and day.json, which `answers.*` type and check.
 """
 
 from __future__ import annotations
@@ -74,8 +59,7 @@ def _hint(exc: OSError) -> str:
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
-    """Replace `path` with `text` atomically; `durable`: on the disk before it replaces
-    the old file (fsync), which a throwaway directory does without.
+    """Replace `path` with `text` atomically (fsync first where `durable`).
 
     Raises:
         StoreError: the directory is read-only, full, or missing.
@@ -84,9 +68,7 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
 
 
 def atomic_write_parts(path: Path, parts: Iterable[str], durable: bool = True) -> None:
-    """Replace `path` with the text `parts` make, atomically (a temporary file, fsync
-    where `durable`, rename), written a part at a time: results.json of 10,000 cells is
-    50 MB, never held whole.
+    """Replace `path` atomically with the text `parts` make, never held whole.
 
     Raises:
         StoreError: the directory is read-only, full, or missing.
@@ -122,11 +104,7 @@ def load_json(path: Path) -> JSON:
 
 @dataclass(frozen=True)
 class Cells:
-    """A results directory's cells as read: the readable results, the unreadable ones
-    (id -> why) and, where a result.json is of the schema this harness writes, its
-    stamp as read, by which `results_line_of` copies it into results.json as it was
-    (its text is read again then: 10,000 objects held beside their results took
-    120 MB, their lines of text 50 MB)."""
+    """A directory's cells as read: results, unreadable ones (id -> why), and stamps."""
 
     results: dict[str, CellResult]
     unreadable: dict[str, str]
@@ -137,8 +115,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
     """Every cells/<id>/result.json under `root`; one cut short is unreadable.
 
     Raises:
-        InputError: a result.json of the wrong shape (the message names the file and the
-            key, then `fix`).
+        InputError: a result.json of the wrong shape (names the file and key, then `fix`).
     """
     results: dict[str, CellResult] = {}
     unreadable: dict[str, str] = {}
@@ -174,9 +151,7 @@ def read_cells(root: Path, fix: str = "") -> Cells:
 
 
 def _result_files(root: Path) -> list[str]:
-    """The directories of cells/ under `root`, by cell id: each is a cell where it holds
-    a result.json (as `root.glob("cells/*/result.json")` finds them, in a tenth of the
-    time at 10,000 cells)."""
+    """The cell directories under `root` holding a result.json, by id (faster than a glob)."""
     try:
         return sorted(e.name for e in os.scandir(root / "cells") if e.is_dir())
     except OSError:
@@ -185,9 +160,7 @@ def _result_files(root: Path) -> list[str]:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a directory's results are read: they hold no
-    cycles, and its passes over the ever more objects they make were much of the
-    reading (3 x 1,600 cells: 3.98 s with it, 2.34 s without; benchmarks/codec_speed.py)."""
+    """The cycle collector off while results are read: they hold no cycles."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -198,9 +171,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def read_kept(read: Callable[[], T]) -> T:
-    """`read()` with the cycle collector paused, and everything made by then left out
-    of its passes (`gc.freeze`) until a `long_lived` block around this ends: the
-    collector's first pass after reading 10,000 results went over all they hold."""
+    """`read()` with the collector paused and its objects frozen (see `long_lived`)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -213,10 +184,8 @@ def read_kept(read: Callable[[], T]) -> T:
 
 @contextlib.contextmanager
 def long_lived() -> Iterator[None]:
-    """Every object made so far left out of the cycle collector's passes until the block
-    ends (`gc.freeze`): a report over 10,000 results read once spent seconds in passes
-    over them, none of which they could free (they hold no cycles); cycles made inside
-    the block are still collected."""
+    """Freeze the objects made so far out of the collector's passes until the block ends
+    (`gc.freeze`): read results hold no cycles. Cycles made inside are still collected."""
     gc.freeze()
     try:
         yield
@@ -225,29 +194,22 @@ def long_lived() -> Iterator[None]:
 
 
 class RunStore:
-    """One sweep's results directory (`durable`: each file synced to the disk as it is
-    written; not for `harness.check`'s temporary one, removed as the check returns)."""
+    """One sweep's results directory (`durable`: each file fsynced)."""
 
     def __init__(self, root: Path, durable: bool = True):
-        # Absolute: cells run with other working directories (the local runtime runs
-        # the agent in the scenario's directory) and must still find their output.
+        # Absolute: cells run in other working directories.
         self.root = root.absolute()
         self.durable = durable
         self._lock: IO[str] | None = None
-        # cell id -> its result.json's stamp and the result it holds, for the cells this
-        # store wrote or read (of the schema it writes): what results.index rests on
+        # cell id -> (stamp, result) of the cells this store wrote or read: results.index
         self.stamped: dict[str, tuple[Stamp, CellResult]] = {}
 
     @classmethod
     def open(cls, base: Path, name: str, resume: bool | Path,
              matrix: Path | None = None, started: float | None = None) -> RunStore:
-        """A new timestamped directory, or with `resume` a sweep of the matrix `name` to
-        continue: the given one, else the newest sweep by recorded start time (never a
-        bisect's or a fit's directory beside it); with `matrix`, only a sweep made from
-        that matrix file (`runs.resumable`): a run of another file that shares the name
-        is refused, naming it, with the command that starts a new run. A new directory
-        is named by `started` (now unless given), the start plan.json records, on the
-        local clock.
+        """A new timestamped directory (named by `started`, default now), or with
+        `resume` a sweep of `name` to continue: the given one, else the newest by recorded start;
+        with `matrix`, only a sweep of that matrix file (`runs.resumable`).
 
         Raises:
             InputError: --resume given but no sweep of this matrix to resume.
@@ -291,8 +253,7 @@ class RunStore:
 
     def mark(self, kind: str, name: str, matrix: str, cells: tuple[Planned, ...] = (),
              started: float | None = None, resumed: float | None = None) -> None:
-        """Record what made the directory (plan.json: kind, start time, the time
-        `--resume` continued it, matrix, and a sweep's planned cells).
+        """Record what made the directory in plan.json.
 
         Raises:
             StoreError: it cannot be written.
@@ -345,7 +306,7 @@ class RunStore:
         """The cell's directory (emptied with `fresh`).
 
         Raises:
-            StoreError: it cannot be removed or created (read-only, full, permissions).
+            StoreError: it cannot be removed or created.
         """
         d = self.root / "cells" / cell_id
         try:
@@ -358,8 +319,7 @@ class RunStore:
         return d
 
     def load_cell(self, cell_id: str) -> CellResult | None:
-        """The cell's finished result (schema 1 or 2), or None: missing, half-written by
-        an older harness, or not a result this harness can read."""
+        """The cell's finished result (schema 1 or 2), or None where unreadable."""
         try:
             with (self.root / "cells" / cell_id / "result.json").open("rb") as f:
                 stamp = stamp_of(os.fstat(f.fileno()))
@@ -412,11 +372,8 @@ def _value(text: str, at: int) -> tuple[JSON, int]:
 
 
 def load_json_keys(path: Path, keys: Collection[str]) -> dict[str, JSON]:
-    """Some keys of the JSON object in `path`, read from its start and stopping once they
-    are all found: results.json keeps its cells last, so its name and meta are read
-    without parsing 1,600 cells. Keys that are not there are left out; a missing or
-    broken file gives {}.
-    """
+    """Some keys of the JSON object in `path`, read from its start until all are found
+    (results.json keeps cells last); {} for a missing or broken file."""
     wanted = set(keys)
     found: dict[str, JSON] = {}
     try:
@@ -458,12 +415,8 @@ def samples_path(root: Path, cell_id: str) -> Path:
 
 
 class SeriesCache:
-    """Each cell's parsed samples, by cell id: kept as the sweep parsed them, else read
-    once from the results directory's cells/<id>/samples.jsonl on first use.
-
-    With a results directory to read them back from, at most KEEP series are held (the
-    latest): a sweep of 1,600 cells does not hold 1,600 parsed series; an older one is
-    read again from its samples.jsonl when asked for."""
+    """Each cell's parsed samples by cell id: kept as the sweep parsed them, else read from
+    samples.jsonl on use; with a directory to reread from, only the latest KEEP held."""
 
     KEEP = 128
 
@@ -497,8 +450,7 @@ class SeriesCache:
             return SeriesCache(root, self._known)
 
     def peek(self, cell_id: str) -> Series | None:
-        """The cell's series as `__call__` gives it, but one read from disk is not kept:
-        a renderer that walks every cell once holds one row's series at a time."""
+        """The cell's series, not kept if read from disk (a one-pass walk)."""
         with self._lock:
             found = self._known.get(cell_id)
         if found is None and self.root is not None:
@@ -545,8 +497,7 @@ def culprit_record(root: Path, row: str) -> JSON:
 
 
 def drop_culprit(root: Path, row: str) -> bool:
-    """Remove the row's stored culprit answer (it rests on cells that are no longer a
-    first bad image and its last good one); whether there was one."""
+    """Remove the row's stored culprit answer, now stale; whether there was one."""
     path = root / CULPRIT_DIR / row / CULPRIT_FILE
     with contextlib.suppress(FileNotFoundError):
         path.unlink()

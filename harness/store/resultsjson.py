@@ -1,21 +1,9 @@
-"""results.json's cells: each one's line copied from its result.json as written, never
-the object read held beside its result (10,000 of them took 120 MB) nor its text (50 MB):
-`harness report` reads the file again when it writes results.json, where it is still the
-one read (its `Stamp`).
+"""results.json's cells and results.index.
 
-results.index (`INDEX_FILE`): where each cell's line of results.json is, so that `harness report`
-reads 10,000 cells from one file it has open instead of 10,000 result.json files, each
-line used only while its cell's result.json is still the file it was made from.
-
-`report.write_all` writes it with results.json (`index_text`): per cell, the stamp of
-its result.json when the line was made (size, mtime in ns and inode: a file written
-again, by a resumed sweep, a re-run or by hand, is a new inode and a new time), the
-line's place in results.json and its CRC-32; and results.json's own stamp, so a
-results.json written since by anything else leaves the whole index unused. A cell is
-indexed only where its line says all its result.json says (host samples none; written
-or read by this harness, of the schema it writes). `store.results.read_cells` takes a
-cell from its line where the stamps and the CRC agree and msgspec decodes the line as
-it stands (`Lines.result`); every other cell is read from its result.json as before.
+A cell's line of results.json is copied from its result.json's text while that file is
+the one read (its `Stamp`). results.index records per cell that stamp, the line's place
+and its CRC-32, so `read_cells` reads cells from one open file where all agree
+(`Lines.result`) and from result.json otherwise; a rewrite changes the stamp.
 """
 
 from __future__ import annotations
@@ -35,8 +23,7 @@ import msgspec
 from harness.result.codec import JSON, parse
 from harness.result.model import SCHEMA, CellResult
 
-# A result.json as read: its size, mtime (ns) and inode (written again, by the store's
-# atomic writes or by hand, it is a new inode or a new time).
+# A result.json as read: size, mtime (ns), inode; a rewrite changes the inode or time.
 Stamp = tuple[int, int, int]
 
 
@@ -46,8 +33,7 @@ def stamp_of(st: os.stat_result) -> Stamp:
 
 
 def results_line(data: Mapping[str, JSON]) -> str:
-    """A cell's result.json object as results.json holds it: one line, keys sorted,
-    without host samples."""
+    """A cell's result.json object as results.json holds it: one line, keys sorted."""
     kept: dict[str, JSON] = {k: v for k, v in data.items() if k != "host_samples"}
     return json.dumps(kept, sort_keys=True, default=str)
 
@@ -57,10 +43,7 @@ _INDENT = re.compile(rb"\n *")
 
 
 def as_written(raw: bytes) -> str | None:
-    """`results_line` of a result.json as `write_json` wrote it (indented by one, keys
-    sorted, no host samples), made from its bytes: its line breaks and indents taken out
-    (JSON strings hold none), ", " where a line ended in ","; a fifth of the time of
-    encoding the object again. None for a file written otherwise (`results_line` then)."""
+    """`results_line` from the bytes `write_json` wrote (faster than encoding), or None."""
     if (not raw.startswith(b'{\n "') or raw.count(_NO_HOST_SAMPLES) != 1
             or not raw.isascii()):
         return None
@@ -69,8 +52,7 @@ def as_written(raw: bytes) -> str | None:
 
 
 def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
-    """The cell's line of results.json from its result.json, where the file is still
-    the one read (`Cells.stored`); None where it changed or is gone since."""
+    """The cell's results.json line from its result.json if still the one read, else None."""
     path = root / "cells" / cell_id / "result.json"
     try:
         with path.open("rb") as f:
@@ -87,8 +69,7 @@ def results_line_of(root: Path, cell_id: str, stamp: Stamp) -> str | None:
 
 
 def holds(path: Path, parts: Iterable[str]) -> bool:
-    """Whether the file `path` holds exactly the text `parts` make (read a part at a
-    time; False where it cannot be read)."""
+    """Whether the file `path` holds exactly the text `parts` make (False if unreadable)."""
     try:
         with path.open("rb") as f:
             for part in parts:
@@ -121,8 +102,7 @@ class _Index:
 
 
 def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
-    """The index of a results.json (`results`: its stamp as written) whose cells' lines
-    are at `entries`."""
+    """The index of a results.json (its stamp `results`) whose cells' lines are at `entries`."""
     index = _Index(VERSION, SCHEMA, results, {
         cid: (*stamp, offset, length, crc)
         for cid, (stamp, offset, length, crc) in sorted(entries.items())})
@@ -130,11 +110,9 @@ def index_text(results: Stamp, entries: Mapping[str, Entry]) -> str:
 
 
 def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
-    """The index in `root`: results.json's stamp and the cells' entries; None where
-    there is none, or one of another version or schema, or not of this shape. A cell
-    whose result.json is not older than the index is left out (racy, as git calls it:
-    written again in place within the same tick of the file system's clock, to the
-    same size, it would keep the stamp the index holds)."""
+    """The index in `root` (results.json's stamp and the cells' entries), or None. A cell
+    whose result.json is not older than the index is left out: a same-size rewrite within
+    one clock tick would keep its stamp (git's "racy" case)."""
     try:
         with (root / INDEX_FILE).open("rb") as f:
             written = os.fstat(f.fileno()).st_mtime_ns
@@ -148,16 +126,14 @@ def _entries(root: Path) -> tuple[Stamp, dict[str, Entry]] | None:
 
 
 class Lines:
-    """An open results.json that its index describes: the lines of cells whose
-    result.json is still the one indexed."""
+    """An open results.json and its index: lines of cells whose result.json is unchanged."""
 
     def __init__(self, f: IO[bytes], entries: dict[str, Entry]):
         self._fd = f.fileno()
         self._entries = entries
 
     def line(self, cell_id: str, stamp: Stamp) -> bytes | None:
-        """The cell's line of results.json, where its result.json's `stamp` is the
-        indexed one and the line's bytes are the indexed ones; else None."""
+        """The cell's line where its stamp and the line's bytes are the indexed ones, else None."""
         entry = self._entries.get(cell_id)
         if entry is None or entry[0] != stamp:
             return None
@@ -169,10 +145,7 @@ class Lines:
         return raw if len(raw) == length and zlib.crc32(raw) == crc else None
 
     def result(self, cell_id: str, path: str) -> tuple[CellResult, Stamp] | None:
-        """The cell's result read from its line, and its result.json's stamp now, where
-        the line stands for that file (`line`) and decodes as it stands (strictly, as
-        `result.codec.decode` first tries: what it would read otherwise, the file is
-        read for); else None."""
+        """The cell's result strictly decoded from its line, and its stamp; else None."""
         try:
             stamp = stamp_of(os.stat(path))
         except OSError:
@@ -189,8 +162,7 @@ class Lines:
 
 @contextlib.contextmanager
 def lines_of(root: Path) -> Iterator[Lines | None]:
-    """`root`'s results.json opened with its index, while the block runs; None where
-    either is missing or results.json is not the file indexed."""
+    """`root`'s results.json with its index, open while the block runs; None where stale."""
     found = _entries(root)
     if found is None:
         yield None

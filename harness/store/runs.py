@@ -1,9 +1,8 @@
-"""Results directories by kind: which command made a directory, when, and which read it.
-Every command records its kind and start time in plan.json; "the newest run" is the
-newest of the kinds a command reads, by recorded time (never the last name in sort
-order), never one with no finished cell; a command refuses a directory of a kind it does
-not read (`require`), naming the one that reads it. Older directories without a kind
-are told by what they hold."""
+"""Results directories by kind: which command made a directory, when, and which reads it.
+Every command records its kind and start time in plan.json. "The newest run" is the newest
+finished one of the kinds a command reads, by recorded time (not name order); a command
+refuses a directory of a kind it does not read (`require`). Older directories without a
+kind are told by what they hold."""
 
 from __future__ import annotations
 
@@ -34,26 +33,22 @@ READ_BY = {
 
 def plan_json(kind: str, name: str, matrix: str, cells: Sequence[Planned] = (),
               started: float | None = None, resumed: float | None = None) -> JSON:
-    """plan.json's content: the directory's kind, start time (now unless given), the
-    time `--resume` last continued it, matrix and planned cells (`RunStore.mark`)."""
+    """plan.json's content: kind, start and resume times, matrix, planned cells."""
     assert kind in KINDS, kind
     return encode(Plan(tuple(cells), matrix, kind=kind,
                        started=time.time() if started is None else started, name=name,
                        resumed=resumed))
 
 
-# plan.json as last parsed, by path, with its stamp: a command asks a directory's kind,
-# times and matrix many times, and a sweep of 10,000 cells has a plan of 1 MB. A file
-# written in the last second is not kept: written again within the file system's clock
-# tick, in place and to the same size, it would keep its stamp.
+# plan.json as last parsed, by path, with its stamp: commands ask many times and plans can
+# be large. A file written in the last second is not kept (a rewrite could keep its stamp).
 _PLANS: dict[Path, tuple[Stamp, JSON]] = {}
 _PLANS_KEPT = 4
 _SETTLED_NS = 1_000_000_000
 
 
 def _plan(root: Path) -> JSON:
-    """plan.json's content (not to be changed: it is shared), parsed again only where
-    the file is not the one last parsed; None where it is missing or not JSON."""
+    """plan.json's content (shared: do not change it), reparsed only when changed, or None."""
     path = root / PLAN_FILE
     try:
         with path.open("rb") as f:
@@ -93,9 +88,7 @@ def kind_of(root: Path) -> str | None:
 
 
 def started_of(root: Path) -> float:
-    """When the directory's command last started (`--resume` included), which orders
-    runs (the newest): recorded, else (older directories) the time its plan.json,
-    results.json or the directory itself was last written."""
+    """When the directory's command last started (`--resume` included): what orders runs."""
     data = _plan(root)
     times = [v for v in (data.get(k) for k in ("started", "resumed"))
              if isinstance(v, (int, float)) and not isinstance(v, bool)] \
@@ -106,9 +99,7 @@ def started_of(root: Path) -> float:
 
 
 def begun_of(root: Path) -> float:
-    """When the directory's run first started, as its name says it (a resumed run's
-    first start, not its resumption's); where none is recorded (older directories), the
-    time its plan.json, results.json or the directory itself was last written."""
+    """When the directory's run first started, as its name says it."""
     data = _plan(root)
     started = data.get("started") if isinstance(data, dict) else None
     if isinstance(started, (int, float)) and not isinstance(started, bool):
@@ -129,17 +120,14 @@ def name_of(root: Path) -> str:
 
 
 def finished(root: Path) -> bool:
-    """Whether the directory holds a finished cell (a `cells/<id>/result.json`), or a
-    fit's answer: one without is the debris of a command stopped before its first
-    cell, never "the newest run"."""
+    """Whether the directory holds a finished cell or a fit's answer (else it is debris)."""
     cells = root / "cells"
     return ((cells.is_dir() and any(cells.glob("*/result.json")))
             or (root / "fit.json").is_file())
 
 
 def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
-    """The directories under `base` of one of `kinds` (of the matrix `name`, where both
-    it and the directory name one), finished or not."""
+    """The directories under `base` of one of `kinds` (and matrix `name`), finished or not."""
     if not base.is_dir():
         return []
     return sorted(p for p in base.iterdir() if kind_of(p) in kinds
@@ -148,9 +136,7 @@ def runs_of(base: Path, kinds: Collection[str], name: str = "") -> list[Path]:
 
 def newest(base: Path, kinds: Collection[str], name: str = "",
            keep: Callable[[Path], bool] | None = None) -> Path | None:
-    """The newest directory under `base` of one of `kinds` (of the matrix `name`, where
-    both it and the directory name one; that `keep` keeps, where given) that holds a
-    finished cell, by recorded start time."""
+    """The newest finished directory of one of `kinds` (and matrix `name`) under `base`."""
     found = [p for p in runs_of(base, kinds, name)
              if finished(p) and (keep is None or keep(p))]
 
@@ -161,8 +147,7 @@ def newest(base: Path, kinds: Collection[str], name: str = "",
 
 
 def made_from(root: Path, matrix: Path | None) -> bool:
-    """Whether the run was made from the matrix file `matrix` (its plan.json names that
-    file; a run of an older version, which named none, by its matrix name alone)."""
+    """Whether the run was made from the matrix file `matrix` (older runs: by name)."""
     named = matrix_named(root)
     if matrix is None or not named:
         return True
@@ -170,14 +155,12 @@ def made_from(root: Path, matrix: Path | None) -> bool:
 
 
 def resumable(base: Path, name: str, matrix: Path | None) -> Path | None:
-    """The newest sweep under `base` of the matrix file `matrix` (see `made_from`): what
-    `--resume` continues. Another file that shares `name:` is another matrix."""
+    """The newest sweep under `base` of the matrix file `matrix`: what `--resume` continues."""
     return newest(base, (SWEEP,), name, lambda p: made_from(p, matrix))
 
 
 def other_matrix(run: Path, matrix: Path, out: Path) -> InputError:
-    """--resume found `run`, a sweep of another matrix file that shares the name: the
-    error, with the commands that start a new run or continue that one."""
+    """The error for --resume finding a sweep of another matrix file of the same name."""
     where = "" if out.resolve() == Path("reports").resolve() else f" --out {shown(out)}"
     other = matrix_named(run)
     return InputError(
@@ -192,9 +175,8 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
     """The directory's kind, when `command` reads it.
 
     Raises:
-        InputError: not a results directory, or one of a kind `command` does not read
-            (the message names the command that does); `flag` is the option or argument
-            that named it.
+        InputError: not a results directory, or of a kind `command` does not read (names the
+            command that does); `flag` is the option that named it.
     """
     kind = kind_of(root)
     wanted = " or ".join(kinds)
@@ -213,11 +195,7 @@ def require(root: Path, kinds: Collection[str], command: str, flag: str = "") ->
 
 
 def matrix_file(root: Path, named: str = "") -> Path | None:
-    """The matrix file the run recorded (`named`, else its plan.json's), found from
-    here: as recorded (absolute since issue 35; relative to where the command ran
-    before), else relative to a directory above `root` (the default
-    reports/<name>/<timestamp> sits below the directory the sweep ran in). None: not
-    found."""
+    """The matrix file the run recorded, found from here or above `root`; None if not."""
     named = named or matrix_named(root)
     if not named:
         return None
@@ -238,8 +216,7 @@ def matrix_named(root: Path) -> str:
 
 
 def shown(path: Path) -> Path:
-    """`path` as a command line typed here would name it: relative to the working
-    directory when below it, else absolute."""
+    """`path` relative to the working directory when below it, else absolute."""
     full = path.resolve()
     try:
         return full.relative_to(Path.cwd().resolve())
@@ -248,9 +225,7 @@ def shown(path: Path) -> Path:
 
 
 def sweep_again(run: Path) -> str:
-    """The command that sweeps `run`'s matrix again into the folder `run` sits in: the
-    recorded matrix file, with `--out` unless that folder is below the default
-    ./reports (a sweep run with `--out R` is found again only under R)."""
+    """The command that sweeps `run`'s matrix again into `run`'s folder."""
     matrix = matrix_file(run)
     line = f"harness sweep {shown(matrix) if matrix else 'MATRIX'}"
     out = run.resolve().parent.parent
@@ -260,8 +235,7 @@ def sweep_again(run: Path) -> str:
 
 
 def resume_copy(run: Path) -> str:
-    """The command that resumes a copy of `run` (one that cannot be written): copied
-    beside the working directory, then `harness sweep MATRIX --resume COPY`."""
+    """The commands that copy the unwritable `run` here and resume the copy."""
     copy = f"{run.parent.name}-{run.name}"
     matrix = matrix_file(run)
     return (f"cp -r {shown(run)} {copy} && harness sweep "

@@ -1,12 +1,10 @@
-"""Saved runs: one cell's result.json and samples.jsonl kept under a name, to compare a
-later run of the same code against (`harness.api.check(..., save=..., baseline=...)`,
-the pytest plugin's `--harness-save` / `--harness-compare`).
+"""Saved runs: one cell's result.json and samples.jsonl kept under a name, for a later
+run of the same code to compare against (`check(..., save=..., baseline=...)`,
+`--harness-save` / `--harness-compare`).
 
-A saved run is laid out as a results directory of one cell, `ROOT/cells/KEY/`, so it
-is read through this package's readers (`RunStore.load_cell`, `SeriesCache`), as every
-stored cell is. Each file is replaced atomically (a temporary file, then a rename), the
-samples first and the result last: a reader sees the old run or the new one, and
-processes saving other keys under the same ROOT (pytest-xdist workers) never meet.
+A saved run is a results directory of one cell, `ROOT/cells/KEY/`, read by the store's
+usual readers. Files are replaced atomically, samples first and result last, so a reader
+sees the old run or the new, and xdist workers saving other keys never meet.
 """
 
 from __future__ import annotations
@@ -32,10 +30,8 @@ class Saved:
     """Where one saved run lives: `root/cells/key/` (result.json, samples.jsonl).
 
     Attributes:
-        root: The directory of saved runs of one name (the pytest plugin's
-            `.harness/NAME`).
-        key: The run's own directory name under `root/cells/`; `key_of` makes one of a
-            test id.
+        root: The directory of saved runs of one name (the plugin's `.harness/NAME`).
+        key: The run's directory name under `root/cells/` (`key_of` makes one of a test id).
         label: How comparisons name it ("main (saved)").
     """
 
@@ -58,9 +54,8 @@ class Saved:
 
 
 def key_of(name: str) -> str:
-    """A directory name for `name` (a pytest node id): its safe characters, at most 120,
-    and where any were changed or cut, a short digest of the whole name, so two ids
-    never share one."""
+    """A directory name for a pytest node id: its safe characters, at most 120, plus a short
+    digest where any were changed or cut, so ids never collide."""
     safe = _SAFE.sub("_", name).strip("._") or "run"
     if safe == name and len(safe) <= 120:
         return safe
@@ -68,8 +63,8 @@ def key_of(name: str) -> str:
 
 
 def save_cell(src: Path, cell_id: str, dest: Saved, result: CellResult) -> Path:
-    """Keep the cell `cell_id` of the results directory `src` (its samples.jsonl) and
-    `result` as `dest`, each file replaced atomically; the saved directory.
+    """Keep the cell `cell_id` of results directory `src` and `result` as `dest`, each
+    file replaced atomically; returns the saved directory.
 
     Raises:
         StoreError: the directory cannot be written, or the cell has no samples.
