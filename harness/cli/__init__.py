@@ -1,8 +1,7 @@
 """`harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
 
-Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment
-unavailable (no engine, no GPU, image missing), 4 not a complete answer (cells
-undecided or missing), 130 interrupted.
+Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment unavailable,
+4 not a complete answer (cells undecided or missing), 130 interrupted.
 """
 
 from __future__ import annotations

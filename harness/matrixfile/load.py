@@ -279,9 +279,8 @@ def check_images(matrix: Matrix, runtime: str) -> None:
 
 
 def check_applied(matrix: Matrix, runtime: str) -> None:
-    """Refuse a setting the running runtime cannot honour, rather than drop it silently:
-    `mem_limit` needs a cgroup per cell or Slurm's --mem; `shm_size` and `network` need
-    a container.
+    """Refuse, rather than drop, a setting the running runtime cannot honour (`mem_limit`
+    without a cgroup or Slurm; `shm_size`, `network` without a container).
 
     Raises:
         SpecError: naming the first such key of the matrix file and its line.
@@ -438,8 +437,7 @@ def parse_fit(ctx: Ctx, value: Any, scenarios: tuple[ScenarioSpec, ...]) -> FitS
     """Validate `fit: {param: batch, range: 1..64}` (None when absent).
 
     Raises:
-        SpecError: an unknown or missing key, a bad range, a param a scenario sets to a
-            value that is not a whole number.
+        SpecError: an unknown or missing key, a bad range, or a non-integer param.
     """
     if value is None:
         return None
@@ -491,8 +489,7 @@ def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
     """Validate `slurm:` (None when absent).
 
     Raises:
-        SpecError: an unknown key, a bad value, an sbatch option harness sets itself,
-            or `slurm:` together with `hosts:`.
+        SpecError: a bad key or value, an option harness sets, or `slurm:` with `hosts:`.
     """
     if value is None:
         return None

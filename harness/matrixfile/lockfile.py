@@ -89,8 +89,7 @@ def read(path: Path) -> Lock:
     """The lock at `path`, its pins in the file's order.
 
     Raises:
-        LockError: the file cannot be read, is none of the formats, or a package has no
-            exact version, a bad hash, no hash where others have one, or two versions.
+        LockError: unreadable, no known format, or a bad pin, hash or duplicate.
         EnvironmentUnavailable: a TOML lock on Python 3.10 without `tomli`.
     """
     try:

@@ -1,8 +1,5 @@
-"""A CellResult from what a cell's run left: the cell, its image, how the run ended,
-the agent's series, the verdict, the attempts and where the time went.
-
-The agent's header and end record come from inside the image: a field of the wrong
-type is left out of the result and said in its `problems`, never fatal.
+"""A CellResult from what a cell's run left. The agent's records come from inside the
+image, so a field of the wrong type is left out and said in `problems`, never fatal.
 """
 
 from __future__ import annotations

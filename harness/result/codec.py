@@ -366,8 +366,7 @@ def decode_checked(cls: type[T], value: object, path: str = "",
     """A `cls` from a JSON object, checked value by value; arguments as `decode`'s.
 
     Raises:
-        DecodeError: a value does not fit its field's type (without `skip`), or a
-            required one is missing.
+        DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     decoder = _decoder(cls)
     assert isinstance(decoder, _Record), cls
@@ -485,7 +484,7 @@ def _fits(value: object, required: typing.Collection[str]) -> bool:
 def decode(cls: type[T], value: object, path: str = "",
            required: typing.Collection[str] = (),
            skip: Callable[[DecodeError], None] | None = None, parsed: bool = False) -> T:
-    """A `cls` (a dataclass) from a JSON object; see the module docstring.
+    """A `cls` (a dataclass) from a JSON object, read leniently (see the module).
 
     Args:
         path: Where `value` stands, for the errors' paths.
@@ -496,8 +495,7 @@ def decode(cls: type[T], value: object, path: str = "",
             need no check).
 
     Raises:
-        DecodeError: a value does not fit its field's type (without `skip`), or a
-            required one is missing.
+        DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     if parsed and cls not in _REFUSED and _fits(value, required):
         try:

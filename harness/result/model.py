@@ -330,12 +330,10 @@ class Plan:
 
 
 def load_result(data: object, where: str = "result") -> CellResult:
-    """A CellResult from a result.json object as parsed from its text, schema 1, 2 or 3
-    (findings kept as text before 3).
+    """A CellResult from a parsed result.json object of schema 1, 2 or 3.
 
     Raises:
-        DecodeError: not a result, an unknown schema, or a value of the wrong type; the
-            message names the key.
+        DecodeError: not a result, an unknown schema, or a value of the wrong type.
     """
     if not isinstance(data, dict):
         raise DecodeError("", f"{where}: not a JSON object")
@@ -343,8 +341,7 @@ def load_result(data: object, where: str = "result") -> CellResult:
     if schema not in READS:
         raise DecodeError("schema", f"{where}: schema {schema!r} is not one this harness "
                                     f"reads ({', '.join(map(str, READS))}): update harness")
-    # Schema 1 kept the live decision flat and the confirmation's derived keys; both
-    # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
+    # Schema 1's extra keys decode as they are or are ignored.
     current: dict[str, object] = {str(k): v for k, v in data.items()}
     current["schema"] = SCHEMA
     return decode(CellResult, current, required=REQUIRED, parsed=True)
