@@ -1,8 +1,7 @@
 """`harness COMMAND`: thin commands over the pipeline. main(argv) -> exit code.
 
-Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment
-unavailable (no engine, no GPU, image missing), 4 not a complete answer (cells
-undecided or missing), 130 interrupted.
+Exit codes: 0 clean, 1 regression or leak found, 2 bad input, 3 environment unavailable,
+4 not a complete answer (cells undecided or missing), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -61,10 +60,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-# The one start-up boundary of the CLI: a command's module imports what its run needs, at
-# its top, so a command line that names no command (`harness --help`) lists the commands
-# by these lines and imports none of their modules. Each is the help its module's own
-# parser gives (tests/unit/test_startup.py).
+# Each command's help as its module's parser gives it, so `harness --help` lists the
+# commands without importing their modules (the CLI's one start-up boundary).
 SUMMARIES = {
     "sweep": "run a matrix of images x GPUs x scenarios",
     "bisect": "find the first bad image of one row by bisection",
@@ -84,11 +81,9 @@ COMMANDS = tuple(SUMMARIES)
 
 
 def build_parser(command: str | None = None, *, listed: bool = False) -> argparse.ArgumentParser:
-    """The parser of every command, or of `command` alone where one is named (`harness
-    sweep ...` imports no other command's module: `doctor`'s alone took ~50 ms); with
-    `listed` and no command named, the commands by their `SUMMARIES` alone."""
-    # lazy: a circle: the package root names the API (harness.api) for type checkers, and
-    # the API imports this module
+    """The parser of every command, or of `command` alone (importing no other command's
+    module); with `listed` and no command, the commands by their `SUMMARIES` alone."""
+    # lazy: a circle: the package root names the API, which imports this module
     from harness import __version__
 
     parser = _Parser(prog="harness", description=HELP, epilog=EPILOG,
@@ -123,14 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.runtimes import job_cell
 
         return job_cell(argv[1:])
-    # Before parsing: `harness --help | head -1` and `harness sweep m.yaml >/dev/full`
-    # print through them too.
+    # Before parsing, so help output goes through the wrappers too.
     closed = closed_to_null()
     out, err = sys.stdout, sys.stderr
     help_only = not argv or any(a in ("-h", "--help", "--version", "--list") for a in argv)
     if help_only and "stdout" in closed:
-        # Help and `sweep --list` answer with what they print: to a closed stdout
-        # (`harness --help >&-`) it cannot be written, exit 3 as to a full disk.
+        # Help's answer is what it prints: to a closed stdout, exit 3 as to a full disk.
         with contextlib.suppress(OSError, ValueError):
             err.write(f"harness: stdout is closed; {_kept(argv, True)}\n")
             err.flush()
@@ -157,11 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def closed_to_null() -> list[str]:
-    """stdout or stderr closed before the start (`harness sweep m.yaml >&-`): Python
-    leaves sys.stdout None (a traceback at the first print), and the next file opened
-    takes its descriptor (a child's output would land in it). It is /dev/null instead:
-    nobody reads it, as where a reader left, and the command keeps its exit code. The
-    names of the streams that were closed."""
+    """Point a stdout or stderr closed before the start at /dev/null, so a print does
+    not fail and no file opened later takes its descriptor; the names of those closed."""
     closed = []
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is not None:
@@ -229,9 +219,7 @@ NOTHING_TO_RESUME = "no cell had finished, so nothing was saved; run the same co
 
 
 def after_interrupt(args: argparse.Namespace) -> str:
-    """What an interrupted command kept; a sweep before its first finished cell kept
-    nothing `--resume` would find (`args.resumes`: the output folder, the matrix's name
-    and file, set once the matrix is read)."""
+    """What an interrupted command kept (a sweep before its first cell: nothing)."""
     resumes = getattr(args, "resumes", None)
     if args.command == "sweep" and resumes is not None:
         # lazy: only on an interrupted sweep
@@ -244,14 +232,9 @@ def after_interrupt(args: argparse.Namespace) -> str:
 
 
 class ReaderMayLeave:
-    """sys.stdout (and sys.stderr) while a command runs. `harness report DIR | head -1`:
-    the reader leaves after one line, and the next write fails with EPIPE. The answer was
-    computed all the same, so the command goes on and exits with its own code (1 for a
-    leak, not the 0 of "the pipe closed"); the rest of what it prints goes to /dev/null.
-    Python ignores SIGPIPE, so a closed pipe is this BrokenPipeError on a write or a
-    flush; a full disk (`>/dev/full`) is an OSError, told the same way. While cells run
-    (`harness.signals.interruptible`), nobody reads their progress any more: the command
-    stops as an interruption instead (`signals.stream_closed`), exit 130."""
+    """sys.stdout/stderr while a command runs: when the reader leaves (`| head -1`) or a
+    write fails, later output goes to /dev/null and the command keeps its own exit code;
+    while cells run, it stops as an interruption instead (exit 130)."""
 
     def __init__(self, out: TextIO, name: str = "stdout"):
         self._out = out
@@ -280,14 +263,12 @@ class ReaderMayLeave:
                 self._leave(exc)
 
     def _leave(self, exc: OSError | None = None) -> None:
-        """Point the file descriptor at /dev/null: the bytes still buffered (flushed
-        again at exit) go nowhere instead of failing the interpreter's last flush."""
+        """Point the descriptor at /dev/null, so the interpreter's last flush won't fail."""
         self.left = True
         if exc is not None and not isinstance(exc, BrokenPipeError):
             self.failed = f"{self.name} could not be written ({exc.strerror or exc})"
 
-        # Said before the interruption: it is raised in this thread at once when this is
-        # the main thread, before any line after stream_closed() runs.
+        # Set first: on the main thread, stream_closed() raises the interruption at once.
         self.closed_by = self.failed or f"{self.name} was closed (its reader left)"
         if not stream_closed():
             self.closed_by = ""
@@ -307,24 +288,16 @@ def entry() -> None:
 
 
 def finish(code: int) -> NoReturn:
-    """Exit with `code`, without the interpreter's last garbage collection over every
-    object the command made (~0.1 s after a one-cell sweep, 0.3 s on a loaded host):
-    nothing left needs it (results are written and closed, stdout is flushed at exit).
-
-    The command's head starts still importing (`app.command.hold`) are waited for first:
-    an interpreter that ends under a thread inside a C extension's import can die of it
-    (exit -11 after Ctrl-C during a venv build, beside two busy loops)."""
+    """Exit with `code`, skipping the interpreter's last garbage collection (nothing
+    needs it). Head-start imports are waited for first: exiting under a thread inside a
+    C extension's import can crash."""
     wait_for_head_starts()
     gc.freeze()
     sys.exit(code)
 
 
-# `--help` text that keeps its layout (examples in two columns, paragraphs as written)
-# and fits the terminal: argparse's RawDescriptionHelpFormatter printed the examples and
-# the paragraphs of a command's epilog as written, up to 95 columns, which an 80-column
-# terminal broke mid-word ("re-render the newest run's repo" / "rts").
-# "  harness sweep m.yaml --resume      finish an interrupted sweep": an example's
-# command, two or more spaces, what it does
+# `--help` text that keeps its layout (examples in two columns) and fits the terminal,
+# where raw text would break mid-word. An example: command, 2+ spaces, what it does.
 EXAMPLE = re.compile(r"^(?P<lead>\s+)(?P<cmd>\S(?:.*?\S)?)(?P<gap>\s{2,})(?P<said>\S.*)$")
 NARROWEST = 20      # a description column narrower than this goes under its command
 
@@ -339,8 +312,7 @@ def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
 
 
 def _row(lines: list[str], width: int) -> list[str]:
-    """An indented row (an example, an exit code) and the lines under it indented
-    deeper (its description's continuation), fitted to `width`."""
+    """An indented row (an example, an exit code) and its continuation lines, fitted."""
     if max(len(line) for line in lines) <= width:
         return lines
     head, more = lines[0], [line.strip() for line in lines[1:]]
@@ -364,10 +336,8 @@ def _row(lines: list[str], width: int) -> list[str]:
 
 
 def fit_lines(text: str, width: int) -> list[str]:
-    """`text` laid out as written where it fits `width`; else each indented row (an
-    example, an exit code: its words in their column, or under it where the column
-    would be narrower than `NARROWEST`) and each paragraph with a line too long
-    refilled at its indent."""
+    """`text` as written where it fits `width`; else rows keep their columns (or go
+    under them below `NARROWEST`) and long paragraphs are refilled."""
     out: list[str] = []
     block: list[str] = []
 

@@ -1,18 +1,13 @@
-"""`--format json`: a command's answer as one versioned JSON document on stdout, the
-same envelope for every command that answers (docs/json.md):
+"""`--format json`: a command's answer as one versioned JSON document on stdout
+(docs/json.md):
 
     {"schema": "harness.answer/1", "command": "explain", "exit": 0, "notes": [...],
      "answer": {...}}
 
-A command opts in with `@answers(NAME, EMPTY)` on its `run` and `add(parser)`; in JSON
-mode its `run` goes as in text mode, with three differences: what it would print on
-stdout goes to stderr (progress, the lines a search prints as it goes), it hands its
-answer here (`update`, built from the typed objects its text renderer reads, never
-from the text) instead of rendering it, and its short sentences (`say`) become the
-envelope's `notes`. A command that stops on an error (bad input, an environment it
-cannot use, an interruption) writes nothing on stdout, in JSON mode too: its message
-is on stderr and its exit code says which. `harness report --format json` is the one
-exception: results.json's own document (`"schema": 2`), as it always was.
+A command opts in with `@answers(NAME, EMPTY)` and `add(parser)`. In JSON mode its
+stdout goes to stderr, it hands its answer over (`update`, from typed objects, never
+its text) and its sentences (`say`) become `notes`. On an error nothing is written to
+stdout. `harness report --format json` keeps results.json's own document.
 """
 
 from __future__ import annotations
@@ -48,9 +43,8 @@ def add(p: argparse.ArgumentParser) -> None:
 
 
 def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Command]:
-    """`run` of `command`, which in JSON mode prints the envelope of its answer: `empty`
-    (every key of the command's answer, empty or null) updated with what it hands over
-    (`update`) before it returns."""
+    """`run` of `command`, printing in JSON mode the envelope of `empty` (every answer
+    key) updated with what the command hands over."""
     def wrap(run: Command) -> Command:
         @functools.wraps(run)
         def answering(args: argparse.Namespace) -> int:
@@ -67,23 +61,20 @@ def answers(command: str, empty: Mapping[str, object]) -> Callable[[Command], Co
 
 
 def results_dir(path: Path, command: str) -> Path:
-    """The newest run of results directory `path` (`app.report.newest_run`), handed to
-    the answer as its `dir`."""
+    """The newest run of results directory `path`, handed to the answer as its `dir`."""
     root = newest_run(path, f"harness {command}")
     update(dir=str(root))
     return root
 
 
 def write(out: TextIO, document: Mapping[str, object]) -> None:
-    """One JSON document and a newline on `out` (NaN and infinities as null, tuples
-    as lists, dataclasses by their fields: `result.codec.encode`)."""
+    """One JSON document and a newline on `out`, through `result.codec.encode`."""
     text = json.dumps(encode(document), indent=1, allow_nan=False)
     out.write(text + "\n")
     out.flush()
 
 
 def envelope(sink: Answer, code: int) -> dict[str, object]:
-    """The document `--format json` prints: the schema, the command, its exit code, its
-    notes and its answer."""
+    """The document `--format json` prints."""
     return {"schema": SCHEMA, "command": sink.command, "exit": code,
             "notes": list(sink.notes), "answer": sink.answer}

@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(outcome: BisectOutcome, cache: Reuse, cells: int) -> None:
-    """The answer in words: the first bad image, the fingerprint diff, what it cost;
-    or in JSON mode the same from the outcome, each probed image's result with it."""
+    """The first bad image, the fingerprint diff and the cost, in words or JSON."""
     whence = "; ".join(f"{n} from {where}" for where, n in cache.sources.items())
     if answer.active():
         answer.update(

@@ -106,10 +106,8 @@ def shown_fits(found: FitComparison) -> int:
 
 
 def show(comparisons: list[Comparison], where: str, width: int | None = None) -> int:
-    """Each comparison rendered (a heading for each when there are several), its table
-    within `width` (else the terminal's, else $COLUMNS); exit 1 when a compared cell is
-    bad on either side, even where the two sides agree; else 4 when a side has cells
-    that give no answer (missing, stale, unreadable, or undecided: `ambiguous`).
+    """Each comparison rendered within `width`; exit 1 when a compared cell is bad on
+    either side (even where both agree), else 4 when a side has cells with no answer.
 
     Raises:
         InputError: two sides that share no cell.
@@ -133,9 +131,7 @@ def show(comparisons: list[Comparison], where: str, width: int | None = None) ->
 
 
 def comparison_json(c: Comparison) -> dict[str, object]:
-    """A comparison in JSON mode, from what its table and sentences are made of: each
-    joined pair (`*` in the table: `differs`), the sentences, and each side's cells that
-    give no answer with the commands that run them again."""
+    """A comparison in JSON mode: its joined pairs, sentences, gaps and fixes."""
     pairs = []
     for p in c.pairs:
         sa = p.a.summary.median_step_s if p.a is not None else None

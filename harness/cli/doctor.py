@@ -1,14 +1,8 @@
 """`harness doctor [matrix.yaml]`: can this host run the sweep? What to fix.
 
-Checks, in order: the NVIDIA driver and GPUs (NVML: name, compute capability, memory),
-each Docker engine of the matrix (`hosts:`, `--docker-host`, or the default one; a
-podman matrix: podman's service, and its CDI spec for GPU cells, through the runtime's
-`setup_checks`), the engine's GPU mechanism (nvidia runtime, CDI devices, `--gpus`
-hook), each image's
-presence and CUDA version (a missing one: whether its registry has it, asked of the
-engine without pulling), and whether each image can run on each selected GPU
-(the same precheck the sweep uses). Exits 3 when something makes the sweep unusable;
-warnings (a cell that will be not-applicable) do not.
+Checks the NVIDIA driver and GPUs, each engine of the matrix and its GPU mechanism,
+each image's presence and CUDA version, and whether each image can run on each GPU (the
+sweep's precheck). Exits 3 when the sweep would be unusable; warnings do not.
 """
 
 from __future__ import annotations
@@ -49,8 +43,8 @@ class Checks:
 
     @property
     def code(self) -> int:
-        """2 where the matrix or a scenario is wrong (the sweep refuses it so), else 3
-        where the environment fails, else 0."""
+        """2 for a bad matrix or scenario (as the sweep), else 3 for an environment
+        failure, else 0."""
         return (EXIT_BAD_INPUT if self.bad_input else EXIT_ENVIRONMENT if self.failures
                 else EXIT_OK)
 
@@ -128,8 +122,8 @@ def diagnose(matrix: Matrix | None, endpoints: Mapping[str, str | None],
 
 
 def _scenario_check(c: Checks, matrix: Matrix) -> None:
-    """Every setting is one the matrix's runtime applies, and every scenario compiles
-    with this Python (as the sweep checks before it runs: exit 2 where not)."""
+    """Every setting applies on the matrix's runtime and every scenario compiles, as
+    the sweep checks."""
     try:
         check_applied(matrix, matrix.runtime)
     except InputError as exc:

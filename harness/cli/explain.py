@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def shown(report: Report, cells: list[str]) -> None:
-    """explain's answer for `cells`: in words (`ConsoleReporter.render_where`), or in
-    JSON mode each cell's verdict, its where.json and its paired cell's, as the words
-    read them from the report model (`Report.explained`)."""
+    """explain's answer for `cells`, in words or in JSON mode from the report model."""
     if not answer.active():
         ConsoleReporter.from_results(report).render_where(sys.stdout, cells)
         return

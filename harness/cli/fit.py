@@ -37,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def shown(report: FitReport, root: Path) -> None:
-    """The boundaries in words, or in JSON mode fit.json's document (`FitReport.to_json`)
-    with the directory it is in."""
+    """The boundaries in words, or in JSON mode fit.json's document and its directory."""
     if answer.active():
         answer.update(dir=str(root), **report.to_json())
         return

@@ -29,9 +29,8 @@ def add_parser(sub: Any) -> None:
 @answer.answers("history", {"name": None, "dir": None, "html": None, "images": [],
                             "runs": [], "lines": [], "rows": []})
 def run(args: argparse.Namespace) -> int:
-    """0 when every latest verdict is good; else as `harness report` exits on the
-    latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
-    one); 4 too when a run was left out because it does not read."""
+    """Exit as `harness report` would on the latest verdicts; 4 too when a run was
+    left out unread."""
 
     options.check(args)
     history, report = history_of(args.dir)

@@ -1,8 +1,5 @@
-"""The options the commands share (--runtime, --docker-host, --iterations, --warmup, --out,
--q, --width, --details, a run's --matrix): each defined once here, each command choosing those it
-takes (`add`), and one check of their values (`check`) that every command's `run` calls
-first (tests/unit/test_architecture.py holds them to it), so a value none of them can
-run with is refused the same way by all."""
+"""The options the commands share, each defined once (`add`), and one check of their
+values (`check`) every command's `run` calls first, so all refuse a bad value alike."""
 
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
     Args:
         per: What --iterations, --warmup and --budget apply to ("cell", "probe").
         out_keeps: Said after --out's default: what the command keeps there.
-        docker_host_does: Said before --docker-host's help: what the command does
-            with that engine (doctor: checks it instead of the matrix's hosts).
+        docker_host_does: Said before --docker-host's help.
         quiet_does: What -q leaves out, for a command that prints no progress.
     """
     for name in which:
@@ -85,8 +81,7 @@ def check(args: argparse.Namespace) -> None:
     """The shared options' values, checked alike for every command that takes them.
 
     Raises:
-        InputError: --iterations below 1, --warmup below 0, --width narrower than the
-            table can be drawn.
+        InputError: --iterations < 1, --warmup < 0, or --width too narrow.
     """
     iterations = getattr(args, "iterations", None)
     if iterations is not None and iterations < 1:

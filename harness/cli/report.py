@@ -109,8 +109,8 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
 
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
-    """`--issue ROW`: issue-ROW.md written beside the run, and printed. It exits as
-    `harness report DIR` does (1 with a bad cell): the same results, the same code."""
+    """`--issue ROW`: issue-ROW.md written beside the run and printed; exits as the
+    report does."""
     drafted = reports.IssueReporter.from_results(report, row)   # a row, or a cell's row
     text = render_text(drafted)
     path = RunStore(root).write(f"issue-{drafted.row.row}.md", text)
@@ -121,10 +121,8 @@ def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:
 
 
 def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
-    """Re-render: every file rewritten, the table printed, the sweep's exit code. A
-    directory that lacks cells gets partial reports only where no complete one is (an
-    interrupted sweep wrote none): a partial report never replaces a whole one unless
-    --force."""
+    """Re-render: every file rewritten, the table printed, the sweep's exit code; a
+    partial report never replaces a whole one unless --force."""
 
     reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
                                                         details=args.details)
@@ -145,8 +143,7 @@ def rerender(args: argparse.Namespace, report: Report, found: Gated) -> int:
 
 def missing_said(args: argparse.Namespace, report: Report, found: Gated,
                  width: int | None) -> None:
-    """A run with missing cells: its partial reports written (unless a complete one
-    is there and no --force), and the missing cells named with the fix."""
+    """Write a run's partial reports where allowed, and name its missing cells."""
     missing = report.missing_cells
     whole = complete_report(args.dir)
     if whole and not args.force:
@@ -169,9 +166,8 @@ def missing_said(args: argparse.Namespace, report: Report, found: Gated,
 
 
 def print_format(args: argparse.Namespace, report: Report) -> int:
-    """`--format F`: that one rendering on stdout; no file is rewritten. It exits as
-    `harness report DIR` does (1 with a bad cell): a CI step that keeps one rendering
-    fails on a regression as the sweep did."""
+    """`--format F`: that one rendering on stdout, no file rewritten; exits as the sweep
+    did, so a CI step fails on a regression."""
 
     if args.format == "console":
         reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,

@@ -64,16 +64,14 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options.check(args)
-    # lazy: the sweep's one start-up boundary: `harness sweep --help` builds this parser
-    # alone, and what a sweep runs (the stages, the store, the reporters) loads here
+    # lazy: the sweep's start-up boundary: `sweep --help` loads no stages or reporters
     from harness.cli.sweeprun import sweep
 
     return sweep(args)
 
 
 def add_between(p: argparse.ArgumentParser) -> None:
-    """--between, --scenario and --python on `harness sweep` (the matrix they make:
-    `sweeping.between`)."""
+    """--between, --scenario and --python on `harness sweep` (`sweeping.between`)."""
     p.add_argument("--between", nargs=2, type=Path, metavar=("OLD", "NEW"),
                    help="two lock files (requirements.txt with pins and --hash lines, "
                         "pylock.toml, uv.lock) swept as one row's images, OLD the last "

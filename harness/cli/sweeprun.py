@@ -60,10 +60,8 @@ def sweep(args: argparse.Namespace) -> int:
 
 def show(args: argparse.Namespace, report: Report, written: tuple[Path, list[Path]],
           cells: list[Cell]) -> None:
-    """The sweep's table, where its results are and the note of an answer that is not
-    whole; or in JSON mode the same from the report model: the rows' answers
-    (`RowAnswer`s), the bad, missing and undecided cells and, with --find-cause, each
-    row's cause (as results.json keeps them)."""
+    """The sweep's table, where its results are and any incomplete note; in JSON mode
+    the same from the report model."""
     root, paths = written
     note = report.incomplete_note()
     if note is not None and exit_code(report) == EXIT_UNDECIDED:

@@ -52,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
     state = WatchState.load(args.state or args.out / suite_name(args.matrix)
                             / "watch-state.json")
     last = state.last(repo.written)
-    # The suite checked before the registry is asked, with the baseline as its image: a
-    # wrong suite is exit 2 naming its file and key, whatever the registry answers (a
-    # registry out of reach, exit 3, or no new tag, exit 0, hid it)
+    # Check the suite before asking the registry, so a bad suite is always exit 2.
     suite_matrix(args.matrix, Plan(repo, args.baseline, last, (), ()))
     tags = list_tags(repo, args.insecure)
     plan = make_plan(repo, args.baseline, tags, last)

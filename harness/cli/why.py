@@ -15,13 +15,10 @@ if TYPE_CHECKING:
 
 
 def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
-    """Print why CELL got its verdict; exit as `harness report DIR` does (1 where a
-    cell is bad: the verdicts are the same, only the words differ), 2 for a cell the
-    directory does not hold.
+    """Print why CELL got its verdict; exit as `harness report DIR` does.
 
     Raises:
-        InputError: no current cell of that id (or ending in it), or one whose rules
-            cannot be read again.
+        InputError: no current cell of that id, or its rules cannot be read again.
     """
     for line in reading.why(args.why, args.dir, recorded, gated):
         print(line)

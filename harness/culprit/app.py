@@ -1,7 +1,5 @@
-"""`harness culprit`'s work: the pairs to search chosen and gated, each searched in its
-row's culprit/ folder (`run.culprit_in_run`), the reports written again with the answers,
-and the exit code. `cli.culprit` parses and prints; the sweep's `--find-cause` and
-`--between` reach the same search through `sweeping.after`."""
+"""`harness culprit`'s work: choose and gate the pairs, search each in its row's
+culprit/ folder, rewrite the reports and return the exit code."""
 
 from __future__ import annotations
 
@@ -100,13 +98,10 @@ def culprit_command(root: Path, asked: CulpritAsked) -> int:
 def chosen_pairs(results: dict[str, CellResult], row: str | None, good: str | None,
                  bad: str | None, planned: Any, unreadable: Any, root: Path,
                  swap: bool = False) -> list[tuple[str, str]]:
-    """(G cell id, B cell id) per row to search; none where ROW has no bad image after
-    a good one (nothing to search).
+    """(G cell id, B cell id) per row to search; none where no bad image follows a good.
 
     Raises:
-        InputError: an unknown row or image, --good/--bad without a row, --good and
-            --bad that name one image, a --good that is bad or a --bad that is not
-            (without --swap).
+        InputError: an unknown row or image, or --good/--bad that do not fit.
     """
     rows = known_rows(results, row)
     if good is not None or bad is not None:
@@ -189,8 +184,7 @@ def gated(root: Path, matrix: Matrix, engines: Engines) -> Gated:
 
 def started(found: Gated, todo: list[tuple[str, str]], matrix: Matrix, engines: Engines,
             then: str) -> tuple[list[tuple[str, str]], dict[str, Cell]]:
-    """The pairs to search now (`current_pairs`) and their cells, the engines started for
-    them and the statistics loading meanwhile; none: no pair is current (said why).
+    """The current pairs and their cells, with the engines started for them.
 
     Raises:
         InputError: see `cells_of`.
@@ -206,9 +200,8 @@ def started(found: Gated, todo: list[tuple[str, str]], matrix: Matrix, engines: 
 
 def current_pairs(found: Gated, todo: list[tuple[str, str]],
                   then: str) -> list[tuple[str, str]]:
-    """The pairs whose G and B are current: a hybrid is compared with them, so a cell
-    made from other inputs (an edited scenario) would name the wrong cause. Each pair
-    left out is said, with why and the command that runs its cells again."""
+    """The pairs whose G and B are current (a stale cell would name the wrong cause);
+    each pair left out is said with the fix."""
     keep = []
     for g, b in todo:
         gone = found.not_current([g, b])
@@ -222,10 +215,8 @@ def current_pairs(found: Gated, todo: list[tuple[str, str]],
 
 
 def nothing_to_search(root: Path, name: str, found: Gated, row: str | None) -> int:
-    """ROW (or, with no ROW, any row) has no bad image after a good one now: nothing to
-    search, and an answer stored for it (made when it had one) is dropped, so no report
-    keeps its stale note. The exit code is `harness report`'s on those rows: 0 on clean
-    ones, as `explain` exits there; 1 where a row is bad from its first image."""
+    """Nothing to search: drop ROW's stale stored answer and exit as `harness report`
+    would on those rows."""
     which = f"row {row} has no" if row is not None else "no row of this directory has a"
     answer.say(f"{which} bad image after a good one: nothing to search (pass "
                f"{'' if row is not None else 'ROW '}--good IMAGE --bad IMAGE to compare "
@@ -249,8 +240,7 @@ def rows_exit(root: Path, name: str, found: Gated, row: str | None) -> int:
 def search_rows(asked: CulpritAsked, root: Path, found: Gated, matrix: Matrix,
                 engines: Engines, cells: dict[str, Cell], todo: list[tuple[str, str]]
                 ) -> list[CulpritOutcome]:
-    """Each (G, B) pair searched in culprit/<row>/ of the run, its answer written there
-    as culprit.json with the run keys of G and B it rests on (`culprit.run`)."""
+    """Each (G, B) pair searched, its answer written to culprit/<row>/culprit.json."""
     client = engines.hybrid_client(asked.runtime or matrix.runtime)
     progress = printer(asked.quiet)
     on = RunsOn(matrix, engines.default, progress, engines.by_host)
@@ -263,8 +253,7 @@ def search_rows(asked: CulpritAsked, root: Path, found: Gated, matrix: Matrix,
                   f" vs B {b.image.label} ({found.results[b_id].verdict})", flush=True)
             make = None if client is None else docker_hybrids(client, g, b, progress)
             try:
-                # A dated row the day search took: between its days (`ends`),
-                # as --find-cause searches; --good/--bad: between those images.
+                # A dated row is searched between its days, unless --good/--bad.
                 out, data = culprit_in_run(root, on, g, b, found.results,
                                            lambda s: print(f"  {s}", flush=True), make,
                                            asked.repeats, list(asked.swap),
@@ -285,8 +274,7 @@ def search_rows(asked: CulpritAsked, root: Path, found: Gated, matrix: Matrix,
 
 
 def rewrite_reports(root: Path, name: str, found: Gated) -> None:
-    """The sweep's reports again, with culprit's answers (the model reads them from
-    culprit/<row>/culprit.json); a partial report never replaces a whole one."""
+    """The sweep's reports again, with culprit's answers; never a partial one."""
     meta = load_json_keys(root / "results.json", ("meta",)).get("meta")
     report = Report.from_results(name, found.results, meta if isinstance(meta, dict) else None,
                                  root, planned=found.plan, unreadable=found.gaps,

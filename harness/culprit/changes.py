@@ -1,18 +1,9 @@
-"""What differs between a row's last good image G and its first bad image B, as the culprit
-search swaps it: Python packages changed, added or removed (from the two cells'
-fingerprints, what the agent found installed), and what no swap of packages undoes (the
-interpreter, the OS, the stack's environment: CUDA, cuDNN, NCCL, framework versions;
-the driver and GPU), from `answers.search.fingerprint_diff`.
+"""What differs between a row's last good image G and first bad image B: the package
+changes the culprit search swaps, and what no swap undoes (interpreter, OS, CUDA, driver).
 
-Beyond the package: the function its change changed. Once `culprit` has proved a
-package change (culprit.json's answer) and `explain` has attributed the first bad cell's
-late samples or growth to call sites (its where.json), both releases' code is read from
-the index (`runtimes.sources.release`: the sdist or a pure wheel, cached), diffed
-(`analysis.codediff`) and set against the attributed sites (`analysis.codediff`):
-"werkzeug 2.2.3 -> 2.3.0: `http.py: parse_options_header` changed (58 lines) and holds
-48 % of the late samples". For `harness culprit` (`for_row`) and the journey's code step
-(`step_lines`). A release that cannot be had is one line ("code not read: ..."), never
-a failure of the command.
+Beyond the package: once a change is proved and `explain` has attributed the bad cell's
+samples to call sites, both releases' code is fetched, diffed and set against those
+sites (`code_answers`). A release that cannot be had is one line, never a failure.
 """
 
 from __future__ import annotations
@@ -96,16 +87,15 @@ class Difference:
 
 
 def changes(good: Mapping[str, str], bad: Mapping[str, str]) -> tuple[Change, ...]:
-    """Each package whose version differs (or that one side lacks), by name, but for the
-    installers (`TOOLING`)."""
+    """Each package whose version differs or that one side lacks, but the installers."""
     names = sorted((set(good) | set(bad)) - TOOLING)
     return tuple(Change(n, good.get(n), bad.get(n)) for n in names
                  if good.get(n) != bad.get(n))
 
 
 def difference(good: CellResult, bad: CellResult) -> Difference:
-    """G against B: the package changes to search, the rest to name when they do not
-    explain it (image references and digests are left out: every hybrid has its own)."""
+    """G against B: package changes to search, and the rest (less image ref and digest,
+    which every hybrid has its own of)."""
     other = tuple((what, g, b) for what, g, b in fingerprint_diff(good, bad)
                   if not what.startswith("pip ") and what not in ("image", "digest"))
     tooling = tuple((f"pip {n}", str(good.fingerprint.packages.get(n, "-")),
@@ -117,11 +107,8 @@ def difference(good: CellResult, bad: CellResult) -> Difference:
 
 
 def workaround(answer: Sequence[Change], image: str, lock: str | None = None) -> str:
-    """The pins to change in B and the commands that do it; where the proving hybrid is
-    an image on the engine (`harness-culprit/<label>:<key>`), its tag, which can be run.
-    A local hybrid's label (`culprit-<key>`) names a cached venv, nothing a user runs.
-    Where B's pins are a lock file's (`lock`: `sweep --between`, a `lock:` image), the
-    file and line of each pin to change, not a `pip:` list (issue 79 item 11)."""
+    """The pins to change in B and the commands that do it, plus the proving hybrid's tag
+    where it is an engine image, or each pin's line where B's pins are a lock file's."""
     pins = [f"{c.name}=={c.good}" for c in answer if c.good is not None]
     gone = [c.name for c in answer if c.good is None]
     fix = " and ".join(filter(None, [f"pin {' '.join(pins)}" if pins else "",
@@ -140,9 +127,8 @@ def workaround(answer: Sequence[Change], image: str, lock: str | None = None) ->
 
 
 def in_lock(answer: Sequence[Change], lock: str) -> str:
-    """Each change as made in B's lock file, which is then locked again (its hashes, and
-    what depends on the package): "/x/new.txt:2, multidict==6.6.3 -> multidict==6.4.4,
-    then lock again" (a package B lacks: added to it)."""
+    """Each change as made in B's lock file, then locked again: "new.txt:2,
+    multidict==6.6.3 -> multidict==6.4.4, then lock again"."""
     said = []
     for c in answer:
         at = line_of(Path(lock), c.name) if c.bad is not None else None
@@ -159,8 +145,7 @@ Fetch = Callable[[str, str], Release]
 
 
 def proved(culprit: Mapping[str, object] | None) -> list[tuple[str, str | None, str | None]]:
-    """(name, good version, bad version) of each change culprit proved; none unless it
-    found the cause."""
+    """(name, good version, bad version) of each change culprit proved."""
     if culprit is None or culprit.get("status") != "found":
         return []
     found = culprit.get("answer")
@@ -179,10 +164,8 @@ def _one_line(exc: BaseException) -> str:
 
 def code_answers(culprit: Mapping[str, object] | None, where: Explanation | None,
                  fetch: Fetch = release, kinds: Sequence[str] = ()) -> list[CodeAnswer]:
-    """Each proved change's code against the first bad cell's attributed sites (its
-    where record), weighed by the first of `kinds` (the verdict's attribution kinds, in
-    its order: `explain.plan.kinds_for`) that has any; none without a proved change
-    or a where record."""
+    """Each proved change's code against the bad cell's attributed sites, weighed by the
+    first of `kinds` that has any; none without a proved change or a where record."""
     changes = proved(culprit)
     if not changes or where is None or not where.record:
         return []
@@ -232,7 +215,6 @@ def explanation_of(root: Path, results: Mapping[str, CellResult], cell: str
 
 def for_row(root: Path, results: Mapping[str, CellResult], bad: str,
             culprit: Mapping[str, object], fetch: Fetch = release) -> list[CodeAnswer]:
-    """`harness culprit`'s code answer for a row whose first bad cell `bad` has a
-    where.json that holds; none where it has none."""
+    """`harness culprit`'s code answer for a row whose bad cell has a current where.json."""
     return code_answers(culprit, explanation_of(root, results, bad), fetch,
                         kinds_for(results[bad]) if bad in results else ())

@@ -1,15 +1,11 @@
 """`harness culprit`: which change between a row's last good image G and its first bad
-image B made B bad, proved both ways. A plan over the sweep's stages: each probe is a
-hybrid image (B with a set of package changes undone, or G with it applied) run as a
-cell through `stages.measure.measure` and compared with G through `stages.settle.settle`,
-the way `bisect` runs its probes; `culprit.search` picks the probes.
+image B made B bad, proved both ways.
 
-Hybrids on the local runtime are venvs from the other side's resolved pins (what the
-agent found installed) with the set swapped, cached by the local runtime under a key of
-the interpreter and the pins; pins the resolver refuses together (pydantic 2.9.2 pins
-pydantic-core==2.23.4) go in as listed, `--no-deps` (`ImageSpec.hybrid`). One that cannot
-be built is `unavailable`, which the search reads as untestable. Probe cells go to
-`culprit/<row>/cells/` of the sweep's directory, one per hybrid (ids `culprit-<key>.<row>`).
+Each probe is a hybrid image (B with some package changes undone, or G with them
+applied) run through the sweep's stages and compared with G, as `bisect` runs probes;
+`culprit.search` picks them. Local hybrids are venvs of the resolved pins with the set
+swapped (`--no-deps` where the resolver refuses them); one that cannot be built is
+untestable.
 """
 
 from __future__ import annotations
@@ -55,8 +51,7 @@ Say = Callable[[str], None]
 Runner = Callable[[Cell], CellResult]
 # A hybrid image for (side, changes); raises EnvironmentUnavailable where it cannot be had.
 Maker = Callable[[str, tuple[Change, ...]], ImageSpec]
-# A hybrid that crashes or hangs where B leaked or slowed has not shown B's fault: it is
-# untestable (a missing symbol, an import error), not bad.
+# A hybrid that crashes or hangs has not shown B's fault: untestable, not bad.
 BROKEN = BROKE
 SWAPPED = "swapped"   # --swap: the named set swapped both ways, not proved the cause
 
@@ -72,8 +67,7 @@ class ProbeRun:
     result: CellResult | None
     how: str                        # "run", "G's sweep cell", "B's sweep cell", "cached"
     seconds: float = 0.0
-    # Where pip installed other than the recipe (a dependency the recipe left out, put
-    # back by the resolver): "propcache 0.5.4 (not in the recipe)".
+    # What pip installed beyond the recipe: "propcache 0.5.4 (not in the recipe)".
     drift: tuple[str, ...] = ()
 
     @property
@@ -102,8 +96,7 @@ class ProbeRun:
 
 
 def drift_of(image: ImageSpec, result: CellResult) -> tuple[str, ...]:
-    """What the hybrid has installed that its recipe did not say (names and versions
-    the agent found against the pins), or nothing where the agent found no packages."""
+    """What the hybrid has installed that its recipe did not say ("name version")."""
     seen = {n: v for n, v in result.fingerprint.packages.items() if n not in TOOLING}
     if not seen:
         return ()
@@ -194,8 +187,8 @@ def _said(p: ProbeRun) -> str:
 
 def pins_of(packages: Mapping[str, str], changes: Sequence[Change], side: str
             ) -> tuple[str, ...]:
-    """The hybrid's requirements: `packages` (B's for UNDO, G's for APPLY) with each change
-    at the other side's version (left out where that side lacks it)."""
+    """The hybrid's requirements: `packages` with each change at the other side's
+    version (left out where that side lacks it)."""
     pkgs = {n: v for n, v in packages.items() if n not in TOOLING}
     for c in changes:
         version = c.good if side == UNDO else c.bad
@@ -208,8 +201,7 @@ def pins_of(packages: Mapping[str, str], changes: Sequence[Change], side: str
 
 def hybrid_image(base: CellResult, cell: Cell, changes: Sequence[Change], side: str
                  ) -> ImageSpec:
-    """A local-runtime image: the base cell's interpreter with the swapped pins, labelled
-    by a content key of that recipe (the same recipe is the same image)."""
+    """A local-runtime image of the swapped pins, labelled by a key of its recipe."""
     pins = pins_of(base.fingerprint.packages, changes, side)
     python = cell.image.python or (cell.image.ref if not cell.image.pip else None)
     key = hashlib.sha256("\n".join([python or "", *pins]).encode()).hexdigest()[:10]
@@ -218,14 +210,10 @@ def hybrid_image(base: CellResult, cell: Cell, changes: Sequence[Change], side: 
 
 
 def outcome_of(result: CellResult, bad: CellResult) -> str:
-    """What the search reads from a probe's verdict: good; bad where it shows B's fault
-    (B's verdict, or one `explain` attributes the same way: a leak where B ran out of
-    memory); else untestable: a hybrid that crashes, hangs or slows where B leaked has
-    not shown B's fault (a busy host can make any cell slower), nor its absence. Where B's
-    fault is memory, a probe undecided about its step time alone (TIME_UNDECIDED: a busy
-    host's rounds that did not settle) whose every memory source read stable or levelled
-    off has shown its absence: good (a loaded CI's probe of the good pin read
-    `unsettled`, and the culprit named two packages for one)."""
+    """What the search reads from a probe: good where it is free of B's fault (a
+    memory fault's absence counts even if step time alone is undecided); bad where it
+    shows B's fault (or one attributed the same way); else untestable, since a crash,
+    hang or slowdown on a busy host shows neither."""
     if free_of(result, bad.verdict):
         return PROBE_GOOD
     if result.verdict == bad.verdict or (
@@ -246,12 +234,10 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         runner: Runs a (hybrid) cell and returns its final result, compared with G.
         say: Receives one line per probe.
         repeats: Extra runs of a hybrid whose verdict stays undecided (ambiguous).
-        make: Builds a hybrid image (container runtimes: `docker_hybrids`); None: local
-            venvs of swapped pins (`hybrid_image`), where a recipe equal to G's or B's
-            is that sweep cell.
-        swap: Package names to swap as one set, with no search: B with them undone and
-            G with them applied are run (whether B is bad or not), and the set is
-            named only where both probes prove it.
+        make: Builds a hybrid image (`docker_hybrids`); None: local venvs
+            (`hybrid_image`), reusing G's or B's sweep cell for an equal recipe.
+        swap: Package names to swap as one set, no search; named only where both
+            probes prove it.
 
     Raises:
         ValueError: a name in `swap` is not a package change between G and B.
@@ -325,9 +311,8 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
 
 
 def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Maker:
-    """Hybrids as container images built offline from B (undo) or G (apply), each
-    package's files taken from the other image as its RECORD lists them
-    (`runtimes.dockerengine.hybrid`), kept under `harness-culprit/<label>:<key>`."""
+    """Hybrids as container images built offline from B (undo) or G (apply) with the
+    packages' files taken from the other image."""
     # lazy: docker-py only where a hybrid image is built on a Docker engine
     from harness.runtimes.dockerengine import hybrid
 
@@ -345,19 +330,14 @@ def docker_hybrids(client: Any, g_cell: Cell, b_cell: Cell, progress: Say) -> Ma
 
 
 def pins_key(cell: Cell, result: CellResult) -> tuple[str | None, tuple[str, ...]]:
-    """A sweep cell as a hybrid recipe (its interpreter and its resolved pins): a hybrid
-    with the same recipe is that cell, and is not run again."""
+    """A sweep cell as a hybrid recipe, so a hybrid equal to it is not run again."""
     image = hybrid_image(result, cell, (), UNDO)
     return image.python, image.pip
 
 
 class SweepRunner:
-    """Runs a hybrid through the sweep's stages and compares it with G (its series read
-    from the sweep's directory), as a sweep compares a cell with its row's baseline; each
-    result is written once, a hybrid run again being its next attempt beside it. A
-    hybrid whose latest decided result was made by the same run (`result.runkey`: the
-    same recipe, scenario and settings) is taken from there, as `bisect` reuses its
-    cells, and its result's id kept in `cached`."""
+    """Runs a hybrid through the sweep's stages and compares it with G. A hybrid whose
+    latest decided result has the same run key is reused (its id kept in `cached`)."""
 
     def __init__(self, sweep: Sweep, g_cell: Cell, good: CellResult,
                  g_series: Series | None):

@@ -1,12 +1,6 @@
-"""`culprit.plan` run inside a sweep's results directory: between a row's G and B, its
-probes kept in culprit/<row>/ (locked while it runs) and its answer written there as
-culprit.json with the run keys of G and B it rests on (`result.model`), so a reader
-(`store.results`) can tell when it no longer holds. `harness culprit` and `sweep
---find-cause` both search through it: one writer of culprit.json, one choice of the two
-environments (`ends`: for a dated row, the last good and first bad day the day search
-found, not the axis's ends), one search (`culprit.plan.culprit`: delta debugging, no set
-swapped unproved) and one install strategy (local hybrids `--no-deps` where the
-resolver refuses their pins together)."""
+"""`culprit.plan` run inside a sweep's results directory: probes in culprit/<row>/,
+the answer in culprit.json with the run keys it rests on, so a reader can tell when it
+no longer holds. `harness culprit` and `sweep --find-cause` both search through it."""
 
 from __future__ import annotations
 
@@ -58,8 +52,7 @@ class RunsOn:
 
 @dataclass(frozen=True)
 class End:
-    """One end of a culprit search: the cell, its result, and the results directory
-    whose cells/<id>/ holds it (the sweep's, or day/<row>/ for a day search's probe)."""
+    """One end of a culprit search: the cell, its result, and the directory holding it."""
 
     cell: Cell
     result: CellResult
@@ -68,11 +61,8 @@ class End:
 
 def ends(root: Path, g: Cell, b: Cell, results: Mapping[str, CellResult], runtime: str
          ) -> tuple[End, End]:
-    """The last good and first bad environments the step before found: for a row the day
-    search took (day/<row>/day.json, searched between G and B as they are now), the runs
-    that stand for its last good and first bad day, each current (`why_not_current`);
-    else the sweep's G and B. Never the axis's ends where the days are known: packages
-    that moved between them and not between the days are no suspects."""
+    """The last good and first bad runs: a current day search's days where it holds,
+    else the sweep's G and B (packages moved outside the days are no suspects)."""
     sweep = End(g, results[g.id], root), End(b, results[b.id], root)
     data = day_record(root, b.row)
     if not isinstance(data, dict) or data.get("derived_from") != DerivedFrom.of(
@@ -101,14 +91,11 @@ def culprit_in_run(root: Path, on: RunsOn, g: Cell, b: Cell,
                    results: Mapping[str, CellResult], say: Say, make: Maker | None = None,
                    repeats: int = 1, swap: Sequence[str] = (), days: bool = True
                    ) -> tuple[CulpritOutcome, dict[str, object]]:
-    """Search between G and B (`culprit.plan.culprit`) with probes in
-    root/culprit/<row>/; the outcome and the culprit.json written there (its dict),
-    which rests on G and B (`derived_from`) and names the two runs searched between
-    (`good`, `bad`, their keys in `searched`).
+    """Search between G and B with probes in root/culprit/<row>/; the outcome and the
+    culprit.json written there.
 
-    `days`: where the row's day search found its last good and first bad day, search
-    between those (`ends`), not between G and B; never with `swap` (names of changes
-    between G and B) or `make` (container hybrids: the day search is local).
+    `days`: search between the day search's days (`ends`) where known; never with
+    `swap` or `make` (the day search is local).
 
     Raises:
         StoreError: culprit/<row>/ is locked by another search.

@@ -1,24 +1,17 @@
 """Which of the changes between a last good image G and a first bad image B did it (pure).
 
-Delta debugging (Zeller's ddmin) over the changes, through a probe callback and no I/O:
-`probe(UNDO, s)` is B with the changes `s` undone (each at G's version, removed where G
-lacks it), `probe(APPLY, s)` is G with them applied; each answers "good", "bad" or
-"untestable" (a hybrid that cannot be built or run: skipped, as `git bisect skip`, never
-counted good or bad).
+Delta debugging (Zeller's ddmin) through a probe callback: `probe(UNDO, s)` is B with
+`s` undone, `probe(APPLY, s)` is G with `s` applied; each answers "good", "bad" or
+"untestable" (skipped, as `git bisect skip`).
 
-The search, in the order `culprit` runs it:
+1. B with every change undone still bad: not the packages (`OUTSIDE`).
+2. ddmin on the undo side: the smallest set U whose undoing makes B good.
+3. G with U applied bad: U is proved both ways (`FOUND`), tightened to a smaller proved
+   subset where one exists.
+4. Else U is not enough: ddmin on the apply side for X with G + (U + X) bad, then
+   B with U + X undone must be good.
 
-1. B with every change undone. Still bad: the packages do not explain it (`OUTSIDE`).
-2. ddmin on the undo side: the smallest set U whose undoing makes B good (halves, then
-   quarters, ...: one culprit among n in at most 2*ceil(log2 n) probes).
-3. G with U applied. Bad: U is the answer, proved both ways (`FOUND`); where U has more
-   than one change, a smaller subset proved both ways replaces it (an untestable hybrid
-   can leave an innocent change in U).
-4. Else U is needed but not enough (two changes that only matter together: undoing
-   either fixes B): ddmin on the apply side for the smallest X with G + (U + X) bad,
-   then B with U + X undone; both hold: U + X is the answer.
-
-Each distinct probe runs once (a second ask is answered from memory).
+Each distinct probe runs once.
 """
 
 from __future__ import annotations
@@ -78,8 +71,7 @@ Prober = Callable[[str, tuple[T, ...]], str]
 
 
 def expected_probes(n: int) -> int:
-    """Probes for one culprit among n without noise, at most: B with all undone, two a
-    level of halving, and G with the answer applied."""
+    """The most probes for one culprit among n without noise."""
     levels = (n - 1).bit_length()   # ceil(log2 n)
     return 2 + 2 * levels
 
@@ -115,9 +107,8 @@ class _Memo(Generic[T]):
 
 
 def ddmin(items: Sequence[T], holds: Callable[[Sequence[T]], bool]) -> tuple[T, ...]:
-    """The smallest subset of `items` found for which `holds` (assumed of `items`):
-    halves, then finer parts and their complements, as Zeller's ddmin. A part whose test
-    is untestable simply does not hold, so the search goes on at a finer grain."""
+    """The smallest subset of `items` found for which `holds`, by Zeller's ddmin; an
+    untestable part simply does not hold."""
     current, n = tuple(items), 2
     while len(current) > 1:
         parts = split(current, n)
@@ -204,9 +195,8 @@ def find_culprit(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
 
 
 def _tightened(found: tuple[T, ...], test: _Memo[T]) -> tuple[T, ...]:
-    """A set proved both ways, made smaller where a subset is proved both ways too: an
-    untestable hybrid can leave an innocent change beside the culprit in ddmin's answer
-    (its part could not be shown to fix B alone)."""
+    """A proved set, made smaller where a subset is proved both ways too (an untestable
+    hybrid can leave an innocent change in ddmin's answer)."""
     if len(found) < 2:
         return found
     tight = ddmin(found, lambda s: test(APPLY, s) == BAD)
@@ -216,17 +206,15 @@ def _tightened(found: tuple[T, ...], test: _Memo[T]) -> tuple[T, ...]:
 
 
 def held_together(search: Search[T]) -> bool:
-    """The answer names changes together because no probe held them apart: each probe
-    of only some of them (a hybrid pip refused even --no-deps, or one that did not run)
-    was untestable, so which of them did it is not known."""
+    """Whether the answer's changes were never held apart: every probe of only some of
+    them was untestable."""
     answer = set(search.answer)
     parts = [p for p in search.probes if p.changes and set(p.changes) < answer]
     return len(answer) > 1 and bool(parts) and all(p.outcome == UNTESTABLE for p in parts)
 
 
 def one_at_a_time(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
-    """The baseline the benchmark compares with: B with each change undone alone, then
-    G with the changes that fixed B applied together."""
+    """The benchmark's baseline: undo each change alone, then apply the fixing ones."""
     items = tuple(changes)
     out: Search[T] = Search(NO_CHANGES)
     if not items:

@@ -66,8 +66,7 @@ def _match_scenario(pattern: Any, scenario: ScenarioSpec) -> bool:
 def expand(ctx: Ctx, images: tuple[ImageSpec, ...], gpus: tuple[GpuSel, ...],
            scenarios: tuple[ScenarioSpec, ...], exclude: Any, include: Any, base: Path,
            defaults: RunSettings, runtime: str = DEFAULT_RUNTIME) -> tuple[Cell, ...]:
-    """Cross the axes, drop excludes (each must match something), add includes (an
-    include's new image is parsed as `runtime`'s images are).
+    """Cross the axes, drop excludes (each must match something), add includes.
 
     Raises:
         SpecError: an exclude/include entry is malformed or an exclude matches nothing.

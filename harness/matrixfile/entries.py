@@ -1,7 +1,5 @@
-"""The parts of a matrix every reader of it shares: `Ctx` (the document and how an
-error at a key path is said), one image entry (its `pip:` pins checked as written),
-one scenario entry with its run settings (checked across keys), and durations. `load`
-reads the file's blocks with them, `cells` its `include:` entries.
+"""The matrix parts its readers share: `Ctx` (a document and its located errors), image
+and scenario entries with their run settings, names and durations.
 """
 
 from __future__ import annotations
@@ -33,11 +31,10 @@ SCENARIO_KEYS = ("script", "id", "params")
 # Settings harness sets alone, for a run again: no matrix key.
 INTERNAL = ("budget_calls", "budget_max", "asked_calls", "time_only")
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunSettings) if f.name not in INTERNAL)
-# Both spellings: DESIGN writes `sample_every`, GitHub Actions style writes `max-parallel`.
+# Both spellings: `sample_every` and `sample-every`.
 SETTING_KEYS = _FIELDS + tuple(n.replace("_", "-") for n in _FIELDS if "_" in n)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-# What to write where a matrix is empty or lacks its axes: harness has no `init`, and a
-# pip-installed harness has no examples/ folder to point at.
+# What to write in an empty matrix: there is no `init` and no installed examples/ folder.
 IMAGES_EXAMPLE = {"local": "[{name: old, pip: [PKG==1.0]}, {name: new, pip: [PKG==2.0]}]",
                   "containers": "[REPO:OLD_TAG, REPO:NEW_TAG]"}
 SCENARIO_EXAMPLE = "[scenario.py]"
@@ -45,13 +42,9 @@ STARTER = (f"write `name: demo`, `runtime: local` and `matrix: {{image: "
            f"{IMAGES_EXAMPLE['local']}, scenario: {SCENARIO_EXAMPLE}}}` in it, scenario.py "
            "(beside it) defining setup(params) and step(state)")
 
-# A name (the matrix's, an image's, a scenario's id, a host's) is a word: letters and
-# digits of any script (é, Cyrillic, CJK, with their combining marks), '_', '.' and '-'.
-# It becomes a directory name (reports/<name>/, cells/<image>.<gpu>.<id>/), a part of
-# a cell id (joined by '.', matched by -k), a label in every report and a Slurm job's
-# name; what is unsafe there is refused: '/' and '\\' (paths), ':' and spaces (image
-# refs, shells), quotes, control characters. A name that must be ASCII (a hybrid image's
-# tag, `runtimes.dockerengine.tag_of`) is derived from it where it is made.
+# A name is a word: letters and digits of any script (with combining marks), '_', '.'
+# and '-'. Names become directories, cell ids and job names, so path separators, ':',
+# spaces, quotes and control characters are refused.
 WORD_MARKS = "_.-"
 
 
@@ -105,8 +98,7 @@ def _in_word(char: str) -> bool:
 
 
 def to_word(text: str, sep: str = "-") -> str:
-    """`text` with each run of characters a name may not hold made `sep` (`a b/c` ->
-    `a-b-c`; letters of any script kept: `пп 3.0.9` -> `пп-3.0.9`)."""
+    """`text` with each run of non-word characters made `sep` (`a b/c` -> `a-b-c`)."""
     return "".join("".join(run) if keep else sep
                    for keep, run in itertools.groupby(text, _in_word))
 
@@ -130,10 +122,9 @@ MOVING_TAGS = frozenset({"latest", "stable", "main", "master", "edge", "nightly"
 
 
 def image_label(ref: str, qualified: bool = False) -> str:
-    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`; the repository's
-    name goes before a tag that says nothing alone (`harness-test/nope:1` -> `nope-1`,
-    `python:latest` -> `python-latest`), or before any tag when `qualified` (two images
-    of one matrix with the same tag)."""
+    """`nvcr.io/nvidia/tensorflow:22.12-tf1-py3` -> `22.12-tf1-py3`; the name is put
+    before a tag that says nothing alone (`python:latest` -> `python-latest`), or any tag
+    when `qualified`."""
     last = ref.rsplit("/", 1)[-1]
     name, _, tag = last.partition(":")
     if tag and (qualified or tag.isdigit() or tag.lower() in MOVING_TAGS):
@@ -215,12 +206,10 @@ def parse_image(ctx: Ctx, item: Any, path: PathKey, runtime: str, index: int,
 
 def lock_pins(ctx: Ctx, item: dict[str, Any], path: PathKey, runtime: str, pip: Any
               ) -> tuple[list[str], tuple[tuple[str, tuple[str, ...]], ...], str]:
-    """An image's `pip` and `hashes` from its `lock:` file (`matrixfile.lockfile`),
-    relative to the matrix file's directory, and the file's path.
+    """An image's `pip`, `hashes` and lock path from its `lock:` file.
 
     Raises:
-        SpecError: `lock` beside `pip`, on a container runtime, not a path, or a lock
-            that cannot be read (its file, line or package and the fix).
+        SpecError: `lock` beside `pip`, on a container runtime, or unreadable.
     """
     here = (*path, "lock")
     if pip:
@@ -285,16 +274,14 @@ def parse_scenario(ctx: Ctx, item: Any, path: PathKey, base: Path,
     overrides = {k: v for k, v in item.items() if k in SETTING_KEYS}
     settings = parse_settings(ctx, overrides, path, defaults)
     if not ctx.length_set and not length_in(overrides):
-        # No length given anywhere: a time budget, the calls only capped (issue 49).
+        # No length given anywhere: a time budget, the calls only capped.
         settings = dataclasses.replace(settings, max_iterations=BUDGET_CAP)
     timeout_past_budget(ctx, overrides, path, settings)
     return ScenarioSpec(id=sid, script=resolved, params=MappingProxyType(dict(params)),
                         settings=settings)
 
 
-# The keys that set a run's length: a fixed number of calls, or early stop's cap or
-# time budget. With none of them, in `defaults:` or a scenario, a run has the default
-# time budget (`DEFAULT_BUDGET_S`), its calls capped at `BUDGET_CAP`.
+# The keys that set a run's length; without any, a run has the default time budget.
 LENGTH_KEYS = ("iterations", "max_iterations", "budget")
 
 
@@ -308,8 +295,7 @@ NOT_A_DURATION = "not a duration"
 
 
 def duration_problem(value: Any) -> str:
-    """Why `parse_duration` took no seconds from `value`: a duration of 0 or less
-    (`--budget 0s`, `timeout: -5`) "must be more than 0"; else it is NOT_A_DURATION."""
+    """Why `parse_duration` refused `value`: "must be more than 0", or NOT_A_DURATION."""
     text = str(value).strip().lstrip("-")
     if type(value) in (int, float) or (isinstance(value, str) and _DURATION.match(text)):
         return "must be more than 0"
@@ -380,13 +366,10 @@ def parse_settings(ctx: Ctx, value: Any, path: PathKey, base: RunSettings) -> Ru
     return result
 
 
-# The checks of a run's settings across keys, once a scenario's settings are read
-# (`parse_settings`, `parse_scenario`): `iterations` beside early stop, which never
-# reads it, and a timeout within the run's time budget.
+# Checks across a scenario's settings keys.
 def fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
                             base: RunSettings) -> None:
-    """`iterations` where `budget` or `max_iterations` is set: early stop runs for its
-    budget or up to max_iterations calls and would never read it.
+    """Refuse `iterations` beside `budget` or `max_iterations`: early stop never reads it.
 
     Raises:
         SpecError: naming the `iterations` key.
@@ -405,9 +388,8 @@ def fixed_beside_early_stop(ctx: Ctx, raw: dict[str, Any], path: PathKey,
                            "defaults), which never reads it", move)
 
 
-# The settings that make a run early stop's, each: what it runs, which to keep, how the
-# mode is called, and where to move it (a budget is looked at first: with one set in
-# `defaults`, max_iterations is its cap)
+# Early stop's keys: what it runs, which to keep, its name, where to move it (budget
+# first: beside it max_iterations is only the cap).
 _EARLY_STOP_KEYS = (
     ("budget", "a budget runs for its seconds (max_iterations the cap)",
      "budget for a run of so many seconds", "a time budget",
@@ -421,10 +403,8 @@ _EARLY_STOP_KEYS = (
 
 def timeout_past_budget(ctx: Ctx, overrides: dict[str, Any], path: PathKey,
                         settings: RunSettings) -> None:
-    """A timeout no longer than the run's time budget (issue 79 item 6: `timeout: 1ms`
-    alone, under the default budget): the measured phase alone runs up to its budget,
-    the start, setup and warm-up come on top, so every cell would be killed at its
-    deadline. A fixed number of calls has no time to compare it with.
+    """Refuse a timeout within the run's time budget: the budget's calls alone run that
+    long, so every cell would be killed.
 
     Raises:
         SpecError: at the timeout where it is written (else at the budget), with both.
@@ -444,15 +424,11 @@ def timeout_past_budget(ctx: Ctx, overrides: dict[str, Any], path: PathKey,
                    f"{max(20 * 60, 4 * budget):g}s), or lower budget:")
 
 
-# A `pip:` entry as written: a pin pip would refuse is the matrix's mistake, said at its
-# line (`pin_mistake`), before any venv is built.
-# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg=<1.0`, `pkg<>1.0`): a
-# matrix mistake at the file's line, not an image the resolver "cannot install" (exit 3).
+# A pin whose operator is mistyped (`pkg=1.0`, `pkg=>1.0`, `pkg<>1.0`).
 _MISTYPED = re.compile(rf"^(?P<name>{NAME}(?:\[[^\]]*\])?)\s*(?P<op>=>|=<|<>|=(?![=<>~]))"
                        r"\s*(?P<version>[0-9][^\s,;]*)$")
 _MEANT = {"=": "==", "=>": ">=", "=<": "<=", "<>": "!="}
-# A pin of a name and version comparisons (up to its marker), each comparison checked
-# alone: an operator and a version (`==1.*`, `===1.0+local`).
+# A name and its version comparisons (up to a marker), each checked alone.
 _COMPARED = re.compile(rf"^\s*(?P<name>{NAME})\s*(?:\[[^\]]*\])?\s*(?P<spec>[=!~<>][^;]*)"
                        r"(?:;.*)?$")
 _OPERATORS = ("===", "==", "!=", "~=", "<=", ">=", "<", ">")
@@ -460,11 +436,9 @@ _COMPARISON = re.compile(r"^\s*(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9][A-Za-z0-
 
 
 def pin_mistake(pins: list[str]) -> tuple[int, str, str] | None:
-    """The first pin pip would refuse as written, the file's mistake (exit 2 at its
-    line), not an image that cannot be had (exit 3, after the other venvs are built):
-    its index, what is wrong and the fix. An operator mistyped (`pkg=1.0`: the pin as
-    meant) or a comparison without a version (`six===`, `six>=1.0,`: issue 79 item 7);
-    a pin of another form (a path, `pkg @ URL`) is pip's to read."""
+    """(index, problem, fix) of the first pin pip would refuse (a mistyped operator, a
+    comparison without a version), so it is a matrix error at its line, before any venv
+    is built; None if all pins read."""
     for at, pin in enumerate(pins):
         if (found := _MISTYPED.match(pin.strip())) is not None:
             return at, (f"{pin!r}: {found['op']!r} is not a version comparison (pip would "

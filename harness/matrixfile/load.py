@@ -78,9 +78,8 @@ def load(path: str | Path) -> Matrix:
 
 
 def load_copy(copy: Path, original: Path) -> Matrix:
-    """The matrix a run recorded (`copy`, its results directory's matrix.yaml), with its
-    scenario paths read from beside `original`, the file it was copied from: what the
-    run ran, whatever the original says now.
+    """The matrix a run recorded (`copy`), its scenario paths resolved beside `original`:
+    what the run ran, whatever the original says now.
 
     Raises:
         SpecError: the copy cannot be read or is not a valid matrix.
@@ -90,15 +89,13 @@ def load_copy(copy: Path, original: Path) -> Matrix:
 
 
 def parse(text: str, file: Path, check_files: bool = True) -> Matrix:
-    """Validate matrix text; `file` locates relative scenario paths and names errors.
-    `check_files=False` reads the copy a results directory keeps, away from its
-    scenario files: the cells it has, not a matrix to run."""
+    """Validate matrix text; `file` locates scenario paths and names errors.
+    `check_files=False` reads a results directory's copy, away from its scenarios."""
     return parse_located(load_text(text, str(file)), file, check_files)
 
 
 def parse_located(doc: Located, file: Path, check_files: bool = True) -> Matrix:
-    """Validate matrix data already parsed (or built from parsed data, as `harness watch`
-    does); errors name `doc.file` and the line `doc.line` gives for the key path."""
+    """Validate matrix data already parsed; errors name `doc.file` and the key's line."""
     ctx = Ctx(doc, check_files, file.parent)
     if doc.data is None:
         raise ctx.fail((), "the file is empty", STARTER)
@@ -263,9 +260,8 @@ def _baseline(ctx: Ctx, value: Any, images: tuple[ImageSpec, ...]) -> str | None
 
 
 def check_images(matrix: Matrix, runtime: str) -> None:
-    """A container runtime asked for a matrix whose images are interpreters with pins
-    (`runtime: local` entries, a venv each) is bad input: it would pull an image named
-    after the interpreter.
+    """Refuse a container runtime for a matrix whose images are interpreters with pins
+    (it would pull an image named after the interpreter).
 
     Raises:
         InputError: naming the runtime, the file and an image, with the fix.
@@ -283,11 +279,8 @@ def check_images(matrix: Matrix, runtime: str) -> None:
 
 
 def check_applied(matrix: Matrix, runtime: str) -> None:
-    """A setting the runtime that will run the cells cannot honour is an error, never
-    dropped without a word: `mem_limit` needs a memory cgroup per cell (docker, podman)
-    or a Slurm job's --mem; `shm_size` and `network` need a container. Checked against
-    the runtime that runs (a `--runtime` on the command line included; under Slurm, the
-    one inside each job), by `runtimes.Engines.for_matrix`.
+    """Refuse, rather than drop, a setting the running runtime cannot honour (`mem_limit`
+    without a cgroup or Slurm; `shm_size`, `network` without a container).
 
     Raises:
         SpecError: naming the first such key of the matrix file and its line.
@@ -323,18 +316,15 @@ def check_applied(matrix: Matrix, runtime: str) -> None:
                     f"remove {key}, {needs[key]}")
 
 
-# The `analysis:` block (and `--set analysis.KEY=VALUE`) -> `AnalysisConfig`, every error
-# located as the value was given.
+# The `analysis:` block (and `--set analysis.KEY=VALUE`) -> `AnalysisConfig`.
 
 
 def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
-    """The `analysis:` block of a matrix file (a results directory keeps its copy),
-    with `analysis.KEY=VALUE` overrides (`harness report --reanalyze --set`); a missing
-    file gives the defaults.
+    """The `analysis:` block of a matrix file with `analysis.KEY=VALUE` overrides; a
+    missing file gives the defaults.
 
     Raises:
-        SpecError: the file's block or an override is not a valid setting (an override
-            is named as `--set`, with the nearest key when it has none such).
+        SpecError: the block or an override (named as `--set`) is not a valid setting.
     """
     doc = (load_text(read_text(file, "pass a results directory"), str(file))
            if file.is_file() else Located(str(file), None, {}))
@@ -367,8 +357,8 @@ def analysis_of(file: Path, overrides: Sequence[str] = ()) -> AnalysisConfig:
 
 
 def analysis_block(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfig:
-    """The analysis block as settings; a fix line is written as the value was given: a
-    YAML key in the file, or `--set analysis.KEY=VALUE` on the command line."""
+    """The analysis block as settings; a fix is written as the value was given (YAML
+    key or `--set`)."""
     if isinstance(value, dict):
         constants = {f.name for f in dataclasses.fields(AnalysisConfig)} - set(SETTABLE)
         for key in value:
@@ -403,8 +393,7 @@ def analysis_block(ctx: Ctx, value: Any, via_set: bool = False) -> AnalysisConfi
 
 
 def _number(v: Any) -> Any:
-    """A float written in exponent form without a dot (`1e-05`, as Python prints the
-    default of `step_floor_s`), which YAML 1.1 reads as a string, as the number it is."""
+    """`1e-05` as a number: YAML 1.1 reads exponent form without a dot as a string."""
     if isinstance(v, str):
         try:
             return float(v) if math.isfinite(float(v)) else v
@@ -432,8 +421,8 @@ def parse_range(value: Any) -> tuple[int, int] | None:
 
 
 def check_param(param: str, scenarios: tuple[ScenarioSpec, ...]) -> str | None:
-    """Why `param` cannot be fitted in these scenarios, or None: a name that is not an
-    identifier, or a scenario that sets it to something other than a whole number."""
+    """Why `param` cannot be fitted in these scenarios (not a name, or set to a
+    non-integer), or None."""
     if not _PARAM.match(param):
         return f"{param!r} is not a param name"
     for s in scenarios:
@@ -448,8 +437,7 @@ def parse_fit(ctx: Ctx, value: Any, scenarios: tuple[ScenarioSpec, ...]) -> FitS
     """Validate `fit: {param: batch, range: 1..64}` (None when absent).
 
     Raises:
-        SpecError: an unknown or missing key, a bad range, a param a scenario sets to a
-            value that is not a whole number.
+        SpecError: an unknown or missing key, a bad range, or a non-integer param.
     """
     if value is None:
         return None
@@ -473,12 +461,9 @@ def parse_fit(ctx: Ctx, value: Any, scenarios: tuple[ScenarioSpec, ...]) -> FitS
 
 
 def probe_cell(cell: Cell, param: str, value: int) -> Cell:
-    """The cell with `param` set to `value`, its own id (`<cell id>.<param><value>`), no
-    repeat runs (a probe asks whether the value runs, not whether memory grows), and the
-    heap as the program leaves it (`heap: stock`): the quiet heap's collections before
-    each reading and its thread cache off lower a framework's peaks (TF 2.12's conv net
-    fit 13 under it where the plain program fits 11), and a fit answers for the program
-    as it runs."""
+    """The cell with `param` set to `value`, its own id, no repeats (a probe asks
+    whether it runs) and `heap: stock`, since the quiet heap lowers a framework's peaks
+    and a fit answers for the program as it runs."""
     params = dict(cell.scenario.params)
     params[param] = value
     settings = dataclasses.replace(cell.settings, repeats=0, heap="stock")
@@ -504,8 +489,7 @@ def parse_slurm(ctx: Ctx, value: Any, runtime: str, gpus: tuple[GpuSel, ...],
     """Validate `slurm:` (None when absent).
 
     Raises:
-        SpecError: an unknown key, a bad value, an sbatch option harness sets itself,
-            or `slurm:` together with `hosts:`.
+        SpecError: a bad key or value, an option harness sets, or `slurm:` with `hosts:`.
     """
     if value is None:
         return None

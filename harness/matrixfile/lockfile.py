@@ -1,12 +1,6 @@
-"""Lock files as images: a requirements file of exact pins (`pkg==1.2.3`, with
-`--hash=sha256:...` options), a `pylock.toml` (PEP 751) or a `uv.lock`, read into the
-pins and hashes of one local image (`{name: X, lock: FILE}` in a matrix, or `harness
-sweep --between OLD NEW`). The pins become the image's `pip:` list; the hashes are
-checked when its venv is installed (`runtimes.local`: `--require-hashes`).
-
-Which format a file is: by its name (`uv.lock`, `pylock.toml`, `pylock.NAME.toml`),
-else by its text (TOML with `lock-version` and `[[packages]]` is a pylock, TOML with
-`[[package]]` a uv.lock, anything else a requirements file), so `old.lock` works too.
+"""Lock files as images: a requirements file of exact pins (with `--hash`), a
+`pylock.toml` (PEP 751) or a `uv.lock`, read into one local image's `pip:` pins and the
+hashes its venv install checks. The format is told by the file's name, else its text.
 """
 
 from __future__ import annotations
@@ -35,8 +29,7 @@ RELOCK = ("re-lock with hashes and exact pins: `uv pip compile --generate-hashes
 
 
 class LockError(InputError):
-    """A lock file harness cannot take as an image (exit 2), naming the file, the line or
-    package where it can, and the fix."""
+    """A lock file harness cannot take as an image (exit 2), with where and the fix."""
 
     def __init__(self, file: Path, problem: str, fix: str = ""):
         self.file, self.problem, self.fix = file, problem, fix
@@ -44,9 +37,7 @@ class LockError(InputError):
 
 
 def line_of(file: Path, name: str) -> int | None:
-    """The line of `file` (a lock `read` took) where package `name` is pinned: its
-    requirement's (a `\\`-continued one's first), or its table's `name = "..."` in a
-    pylock.toml or uv.lock; None where it is not, or the file cannot be read now."""
+    """The line of lock `file` where package `name` is pinned; None if not found."""
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
@@ -70,8 +61,7 @@ def normal(name: str) -> str:
 
 @dataclass(frozen=True)
 class Pin:
-    """One locked package: its exact version, the environments it is for and its
-    files' hashes (`sha256:HEX`)."""
+    """One locked package: exact version, environment marker and hashes (`sha256:HEX`)."""
 
     name: str
     version: str
@@ -99,8 +89,7 @@ def read(path: Path) -> Lock:
     """The lock at `path`, its pins in the file's order.
 
     Raises:
-        LockError: the file cannot be read, is none of the formats, or a package has no
-            exact version, a bad hash, no hash where others have one, or two versions.
+        LockError: unreadable, no known format, or a bad pin, hash or duplicate.
         EnvironmentUnavailable: a TOML lock on Python 3.10 without `tomli`.
     """
     try:
@@ -169,8 +158,8 @@ def _toml() -> Any:
 
 
 def _requirements(path: Path, text: str) -> Iterator[Pin]:
-    """Each `name==version [; marker] [--hash=ALGO:HEX ...]` line, `\\`-continued lines
-    joined and comments dropped; any other option or requirement is refused."""
+    """Each `name==version [; marker] [--hash=ALGO:HEX ...]` line; anything else is
+    refused."""
     for number, line in _logical_lines(text):
         where = f"line {number}"
         hashes = tuple(m["value"] for m in _HASH.finditer(line))
@@ -215,8 +204,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def _pylock(path: Path, doc: Mapping[str, Any]) -> Iterator[Pin]:
-    """PEP 751: `[[packages]]` with `name`, `version`, `marker` and their `wheels`'
-    and `sdist`'s `hashes` tables; an editable `directory` (the project) is skipped."""
+    """PEP 751 `[[packages]]`, with their files' hashes; the editable project is skipped."""
     packages = doc.get("packages", [])
     if not isinstance(packages, list):
         raise LockError(path, "`packages` is not an array of tables ([[packages]])")
@@ -248,11 +236,9 @@ def _pylock(path: Path, doc: Mapping[str, Any]) -> Iterator[Pin]:
 
 
 def _uv_lock(path: Path, doc: Mapping[str, Any]) -> Iterator[Pin]:
-    """uv's lock: `[[package]]` with `name`, `version`, `source`, its `sdist` and `wheels`
-    hashes; the project's own (editable or virtual) packages are skipped. A package
-    reached only through dependencies with markers gets those markers (or'ed: uv locks
-    for every platform; the markers of its dependents' own edges are not carried down),
-    and each of a forked package's versions its `resolution-markers`."""
+    """uv's `[[package]]` entries with hashes; the project's own packages are skipped.
+    uv locks for every platform, so a package gets its incoming edges' markers (or'ed)
+    and a forked one its `resolution-markers`."""
     packages = doc["package"]
     edges: dict[str, list[tuple[str | None, str | None]]] = {}   # name: (version, marker)
     for entry in packages:
@@ -331,9 +317,8 @@ def _unique(hashes: list[str]) -> tuple[str, ...]:
 
 
 def _checked(path: Path, kind: str, pins: list[Pin]) -> tuple[Pin, ...]:
-    """The pins, once each hash is `ALGO:HEX`, every package is hashed where any is
-    (pip's --require-hashes wants all), and no package has two versions for one
-    environment.
+    """The pins, checked: hashes are `ALGO:HEX`, all hashed or none (--require-hashes),
+    no package twice for one environment.
 
     Raises:
         LockError: the first that is not so.
@@ -364,26 +349,22 @@ def _checked(path: Path, kind: str, pins: list[Pin]) -> tuple[Pin, ...]:
 
 
 def image_fields(lock: Lock) -> tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
-    """An image's `pip` (the requirements) and `hashes` ((requirement, hashes) pairs,
-    none where the lock has no hashes) from a lock."""
+    """An image's `pip` and `hashes` ((requirement, hashes); () if unhashed)."""
     pip = tuple(p.requirement for p in lock.pins)
     hashes = tuple((p.requirement, p.hashes) for p in lock.pins) if lock.hashed else ()
     return pip, hashes
 
 
 def requirement_lines(hashes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
-    """The requirements file an image's hashes make, one line a package, for
-    `pip install --require-hashes -r FILE` (`uv pip install` reads it the same way)."""
+    """The lines of a requirements file for `pip install --require-hashes -r FILE`."""
     return [" ".join([req.replace(";", " ;", 1), *(f"--hash={h}" for h in hs)])
             for req, hs in hashes]
 
 
 def carried(pins: tuple[str, ...], *sources: tuple[tuple[str, tuple[str, ...]], ...]
             ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The hashes of `pins` (`name==version`, as a culprit hybrid lists them) taken from
-    the locks' `sources` (images' `hashes`, a name matched as PEP 503 says), or () where
-    one pin is in none of them: then nothing is checked (pip's --require-hashes checks
-    every package or none)."""
+    """The hashes of a hybrid's `pins` taken from `sources`; () if any pin is in none,
+    since --require-hashes checks every package or none."""
     known: dict[tuple[str, str], tuple[str, ...]] = {}
     for source in sources:
         for requirement, hashes in source:

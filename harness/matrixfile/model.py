@@ -10,9 +10,7 @@ from typing import Any, Literal, Protocol, get_args
 
 from harness.thresholds import AnalysisConfig
 
-# The one list of runtime names: the matrix's `runtime:` is checked against it, the CLI's
-# --runtime offers it, harness/runtimes/factories.py:FACTORIES has one entry per name and
-# ABILITIES below one `Abilities` per name (a test holds the three together).
+# The one list of runtime names, for `runtime:`, --runtime, `FACTORIES` and `ABILITIES`.
 RuntimeName = Literal["docker", "local", "podman"]
 RUNTIMES: tuple[str, ...] = get_args(RuntimeName)
 DEFAULT_RUNTIME = "docker"      # a matrix without `runtime:`
@@ -20,21 +18,15 @@ DEFAULT_RUNTIME = "docker"      # a matrix without `runtime:`
 
 @dataclass(frozen=True)
 class Abilities:
-    """What a runtime can do, declared once per name. Code outside harness/runtimes/
-    asks these (matrix validation, answers, renderers, doctor), never the runtime's name;
-    the runtime's class reads its own entry (`RuntimeBase.abilities`)."""
+    """What a runtime can do, declared once per name: code outside harness/runtimes/ asks
+    these, never the runtime's name."""
 
-    container_images: bool      # an image is a container reference (else an interpreter,
-    #                             a venv built from `pip:`)
+    container_images: bool      # an image is a container reference (else an interpreter)
     pulls_images: bool          # a missing image is pulled from its registry
-    own_cgroup: bool            # each cell in a memory cgroup of its own: `mem_limit`
-    #                             applies and the `cgroup` series is the cell's alone
+    own_cgroup: bool            # a memory cgroup per cell: `mem_limit` applies
     serves_hosts: bool          # `hosts:` endpoints (Docker API URLs) run cells
-    gpu_by: Literal["device-request", "cdi", "visible-devices"]
-    #                             how a cell gets GPU N: a DeviceRequest by index/UUID,
-    #                             the CDI device `nvidia.com/gpu=N`, CUDA_VISIBLE_DEVICES
-    adds_tools: bool            # can add an attribution tool (memray) to an image's
-    #                             packages (a venv built from `pip:`)
+    gpu_by: Literal["device-request", "cdi", "visible-devices"]     # how a cell gets GPU N
+    adds_tools: bool            # can add an attribution tool (memray) to a `pip:` venv
     command: str | None         # the engine's command line, for a reproducer; None: none
 
 
@@ -52,17 +44,14 @@ ABILITIES: Mapping[str, Abilities] = MappingProxyType({
 
 
 def abilities(runtime: str) -> Abilities:
-    """The abilities of the runtime called `runtime` (as a result records it: a Slurm
-    sweep's `slurm/docker` is docker's). An unknown name (a result from another
-    version) reads as the default runtime's."""
+    """The abilities of `runtime` as a result records it (`slurm/docker` is docker's); an
+    unknown name reads as the default runtime's."""
     name = runtime.rpartition("/")[2]
     return ABILITIES.get(name, ABILITIES[DEFAULT_RUNTIME])
 
 
-# How the agent reads the heap (`heap:`): quiet (the default) starts the cell with
-# glibc's thread cache off and PYTHONMALLOC=malloc (with `pythonmalloc: true`) and
-# collects garbage before each heap reading; stock reads the heap as the scenario
-# leaves it (runtimes/base.py: RunRequest.agent_args and environment).
+# `heap:` quiet (default): tcache off, PYTHONMALLOC=malloc, gc before each heap reading;
+# stock: the heap as the scenario leaves it.
 HeapMode = Literal["quiet", "stock"]
 HEAP_MODES: tuple[str, ...] = get_args(HeapMode)
 
@@ -84,37 +73,24 @@ class RunSettings:
     network: bool = False           # docker: network off unless asked
     shm_size: str = "1g"
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    # Early-stop mode (set max_iterations, or budget): the host decides live and stops
-    # the agent as soon as the verdict is certain, after at least min_iterations; else
-    # the run ends when its time budget is spent (at least BUDGET_MIN_CALLS calls) or
-    # at max_iterations, the cap.
+    # Early stop (max_iterations or budget): stop once the verdict is certain, after
+    # min_iterations, else at the budget (BUDGET_MIN_CALLS at least) or max_iterations.
     min_iterations: int = 50
     max_iterations: int | None = None
     budget: float | None = None     # seconds of measuring; None: DEFAULT_BUDGET_S
-    # The calls a budget's run makes at least (None: BUDGET_MIN_CALLS): raised by harness
-    # alone for a run again after rule `short`; no matrix key sets it.
+    # The fields below have no matrix key; harness, harness.check or the plugin set them.
+    # A budget's least calls (None: BUDGET_MIN_CALLS); raised for a rerun after `short`.
     budget_calls: int | None = None
-    # The most a cell takes in all, as a whole number of its budgets (2 at least: an
-    # attempt's warm-up and measured phase each run up to its budget): its warm-up,
-    # measured calls and every run again together (None: no bound but `timeout`; each
-    # attempt's measured phase then stops at 10 budgets, 10 s at least). harness.check
-    # and the pytest plugin set 4 unless told (docs/pytest.md).
+    # The most a cell takes in all, in budgets (>= 2), warm-up and reruns included
+    # (None: only `timeout` bounds it).
     overrun: int | None = None
-    # A budgeted run's warm-up inside its budget: at most this share of it, the measured
-    # phase the rest (the agent's --warmup-share); None: the warm-up runs before the
-    # budget, up to it. harness.check and the pytest plugin set it (a marked test costs
-    # its budget); no matrix key sets it.
+    # The warm-up's most share of a budget (None: warm-up runs before the budget).
     warmup_share: float | None = None
-    # The most seconds an attempt's measured phase runs (the agent's --budget-max):
-    # set by harness alone, from `overrun`, for a run again; no matrix key sets it.
+    # The most seconds an attempt's measured phase runs, from `overrun`, for a rerun.
     budget_max: float | None = None
-    # `--iterations N` from the command line (raised to what a decision needs,
-    # `preflight.floor_caps`): the most calls any run of the cell makes, its re-runs
-    # and confirmation rounds included; no matrix key sets it.
+    # `--iterations N`: the most calls any run of the cell makes, reruns included.
     asked_calls: int | None = None
-    # A run that reads time alone (a confirmation round's): no heap readings (their
-    # malloc_trim gives the heap back to the system, and a cheap step that allocates pays
-    # for the pages again after each one); set by harness alone, no matrix key sets it.
+    # Time alone (confirmation rounds): no heap readings, whose malloc_trim skews time.
     time_only: bool = False
 
     @property
@@ -123,18 +99,14 @@ class RunSettings:
 
     @property
     def run_budget(self) -> float | None:
-        """The measured phase's time budget in seconds: early stop's, `budget` or
-        `DEFAULT_BUDGET_S`; None for a fixed length (`iterations`)."""
+        """The measured phase's budget in seconds; None for a fixed `iterations`."""
         if self.max_iterations is None:
             return None
         return self.budget if self.budget is not None else DEFAULT_BUDGET_S
 
 
-# A run's length is time, not calls: what a user waits for is seconds, and for a cheap
-# step a few seconds buy tens of thousands of calls, enough for a cache to show that it
-# stops (issue 49). A budget ends a run only once it made BUDGET_MIN_CALLS calls (a slow
-# step's run is then longer than the budget); `budget:` without `max_iterations` caps
-# the calls at BUDGET_CAP.
+# A run's length is time, not calls: users wait in seconds, and a cheap step needs many
+# calls for a cache to show it stops. `budget:` alone caps calls at BUDGET_CAP.
 DEFAULT_BUDGET_S = 5.0
 BUDGET_MIN_CALLS = 300     # 30 readings at `sample_every` 10: a trend, and step windows
 BUDGET_CAP = 1_000_000
@@ -150,12 +122,10 @@ class ImageSpec:
     pip: tuple[str, ...] = ()       # local runtime: requirements built into a cached venv
     python: str | None = None       # interpreter inside the image / for the venv
     as_of: str | None = None        # local runtime: `pip` resolved as of this day (YYYY-MM-DD)
-    # local runtime, from a `lock:` file: (requirement of `pip`, its files' hashes) for
-    # every pin, installed with --require-hashes; () where the lock has no hashes
+    # local runtime, from `lock:`: (pin, its hashes), for --require-hashes
     hashes: tuple[tuple[str, tuple[str, ...]], ...] = ()
     lock: str | None = None         # local runtime: the `lock:` file of `pip`, its path
-    # local runtime: a culprit hybrid, `pip` a whole environment's pins, installed as
-    # listed (without the resolver's check, `--no-deps`, where it refuses them together)
+    # local runtime: a culprit hybrid, `pip` installed as listed (--no-deps if needed)
     hybrid: bool = False
 
 
@@ -189,8 +159,7 @@ class GpuSel:
 
 
 def is_local_endpoint(url: str | None) -> bool:
-    """The default engine or a unix socket: an engine on this machine, which sees our
-    files (bind mounts) and our GPUs. A context name counts as remote."""
+    """The default engine or a unix socket: one that sees our files and GPUs."""
     return url is None or url.startswith("unix://")
 
 
@@ -300,9 +269,8 @@ class InRow(Protocol):
 
 
 def row_baselines(cells: Iterable[InRow], baseline: str | None) -> dict[str, str]:
-    """Cell id -> its row baseline's id: the image labelled `baseline` (the matrix's
-    `baseline:`), else the row's first image. The sweep compares with it, and a
-    re-analysis of the sweep's results picks the same one."""
+    """Cell id -> its row baseline's id: the image labelled `baseline`, else the row's
+    first (the sweep and a re-analysis pick the same)."""
     rows: dict[str, list[InRow]] = {}
     for c in cells:
         rows.setdefault(c.row, []).append(c)

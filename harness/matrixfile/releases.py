@@ -1,25 +1,12 @@
 """The order of a matrix's images: the release order of image tags (or labels), and the
 days of an `as_of:` entry.
 
-Release order: NGC calendar tags by (YY, MM, P), anything else as a version of the
-same shape. `harness watch` picks new tags with it; `harness history` slots in images
-that only older runs measured.
+Release order: NGC calendar tags `YY.MM[.P][-suffix]` by (YY, MM, P) among tags with the
+baseline's suffix; anything else as a version, among tags of the baseline's shape (digit
+runs blanked), by its digit runs.
 
-- NGC calendar tags `YY.MM[.P][-suffix]` (`23.01-tf1-py3`): only tags with the
-  baseline's suffix (`-tf1-py3`; no suffix matches no suffix), ordered by (YY, MM, P).
-- Anything else is compared as a version: only tags with the baseline's shape, i.e.
-  the same text once each run of digits is blanked out (`2.12.0` goes with `2.13.1`,
-  not with `2.13.0rc1`, `2.13` or `latest`), ordered by the digit runs as integers.
-
-`as_of:` on a local image entry: the days its `pip:` list is resolved on.
-
-    image:
-      - {name: aiohttp, pip: [aiohttp], as_of: [2025-05-15, 2025-07-15, 2025-09-15]}
-      - {name: app, pip: [app], as_of: {from: 2025-01-01, to: 2025-12-01, every: 1 month}}
-
-Each day becomes one image, `NAME@DAY`, in day order (the release order: first bad
-and bisect read it so): the requirement list as the index stood at 00:00 UTC that
-day. Resolving is the local runtime's (`runtimes.resolver`); here only the days.
+`as_of:` (a list of days, or `{from, to, every}`) makes one image `NAME@DAY` per day,
+in day order; the local runtime resolves `pip:` as the index stood that day.
 """
 
 from __future__ import annotations
@@ -64,12 +51,9 @@ def tag_order(baseline: str) -> Callable[[str], TagKey | None]:
 
 
 def release_order(runs: Sequence[Sequence[str]]) -> list[str]:
-    """Every image of `runs` (each a run's image list in its matrix's order, the newest
-    run first) in release order: the newest run's order as it is; an image only older
-    runs had goes where its tag falls among the images it compares with (`tag_order`:
-    before the first one released after it, else after the last one before it), and an
-    image that compares with none goes right after the image its own run listed before
-    it (else before the one after it, else last)."""
+    """Every image of `runs` (newest run first) in release order: the newest run's
+    order, with older runs' images slotted by tag (`tag_order`), else beside their
+    neighbours in their own run."""
     order: list[str] = list(dict.fromkeys(runs[0])) if runs else []
     for images in runs[1:]:
         for pos, image in enumerate(images):
@@ -134,12 +118,10 @@ def parse_as_of(ctx: Any, value: Any, path: PathKey, today: dt.date | None = Non
 
     Args:
         ctx: The matrix document (`entries.Ctx`), which words the errors.
-        today: The last day allowed (default: today, UTC): a later day's index is not
-            fixed yet.
+        today: The last day allowed (default: today, UTC).
 
     Raises:
-        SpecError: at the key path: a bad day, `from` after `to`, an unknown unit, a day
-            after today, a repeated day, too many days.
+        SpecError: a bad, repeated or future day, a bad range, too many days.
     """
     today = today or dt.datetime.now(dt.timezone.utc).date()
     if isinstance(value, dict):

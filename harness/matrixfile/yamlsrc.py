@@ -16,7 +16,7 @@ PathKey = tuple[str | int, ...]
 # An alias bomb expands to billions of nodes when walked; real matrices have hundreds.
 MAX_NODES = 100_000
 MAX_DEPTH = 64
-MAX_BYTES = 256 * 1024   # parsing costs ~13 s per MiB; real matrices are a few KiB
+MAX_BYTES = 256 * 1024   # parsing is slow; real matrices are a few KiB
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,7 @@ def format_path(path: PathKey) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader whose dates name their line: an unquoted impossible date
-    (`as_of: [2025-02-30]`) raised a bare ValueError from PyYAML, a traceback."""
+    """SafeLoader whose impossible dates (`2025-02-30`) are YAML errors with a line."""
 
 
 def _timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
@@ -63,8 +62,7 @@ def load_text(text: str, file: str) -> Located:
     """Parse YAML with `yaml.SafeLoader`, recording lines.
 
     Raises:
-        SpecError: the text is not valid YAML, too big, too deeply nested, or a mapping
-            names the same key twice.
+        SpecError: invalid YAML, too big or deep, or a duplicate key.
     """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise SpecError(file, "", None, f"file is larger than {MAX_BYTES // 1024} KiB",

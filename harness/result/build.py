@@ -1,8 +1,5 @@
-"""A CellResult from what a cell's run left: the cell, its image, how the run ended,
-the agent's series, the verdict, the attempts and where the time went.
-
-The agent's header and end record come from inside the image: a field of the wrong
-type is left out of the result and said in its `problems`, never fatal.
+"""A CellResult from what a cell's run left. The agent's records come from inside the
+image, so a field of the wrong type is left out and said in `problems`, never fatal.
 """
 
 from __future__ import annotations
@@ -102,8 +99,7 @@ def cell_result(cell: Cell, verdict: CellVerdict, series: Series, ended: RunOutc
 
 
 def run_outcome(res: CellResult) -> RunOutcome:
-    """How a recorded cell's run ended, as its runtime said it (the host samples the
-    result kept)."""
+    """How a recorded cell's run ended, as its runtime said it."""
     o = res.outcome
     return RunOutcome(o.exit_code, o.timed_out, o.oom_killed, o.error, o.duration_s,
                       [dict(s) for s in res.host_samples], o.log_tail, o.mem_limit_bytes,
@@ -126,10 +122,8 @@ def timings_of(info: ImageInfo, series: Series, run_s: float, analyse_s: float,
 
 
 def summarise(series: Series) -> Summary:
-    """The run's calls, its time per call and its peak RSS. The time per call is the
-    step's own (`Columns.own_step`: less the waits for a CPU), as the user's interpreter
-    runs it where the agent timed it so (--as-user: `Series.user`), else the measured
-    phase's; the measured phase's own and wall-clock figures beside it."""
+    """The run's calls, time per call (own step time; --as-user's where timed) and peak
+    RSS (see `Summary`)."""
     cols, user = series.cols, series.as_user()
     return Summary(series.measured, cols.own_step if user is None else user[1],
                    cols.peaks.get("rss"), cols.median_step, cols.own_step,
@@ -137,8 +131,7 @@ def summarise(series: Series) -> Summary:
 
 
 def host_part(label: str, url: str | None, host: HostGpus | None) -> HostPart:
-    """The result's `host`: its label and URL, this machine, and the GPUs the engine gave
-    a probe container, if known."""
+    """The result's `host`: label, URL, this machine, and the GPUs, if known."""
     machine = socket.gethostname()    # the machine the harness ran on
     if host is None:
         return HostPart(label, url, machine)

@@ -1,39 +1,14 @@
 """Typed values <-> JSON, for the result model: one encoder and one checking decoder.
 
-`encode` turns frozen dataclasses (and tuples, dicts, floats) into JSON values:
-fields in order (then what a record's `json_extra()` adds: derived values, such as a
-round's ratio, for a reader; the decoder ignores them), tuples as lists, NaN and
-infinities as null. `decode(T, value)` builds
-a `T` from JSON, checking every value against the field's type and naming the path of
-the first one that does not fit (`memory.heap.slope: expected a number, got 'x'`).
+`encode` turns frozen dataclasses into JSON: fields in order, then a record's
+`json_extra()` (derived values for a reader), tuples as lists, NaN and infinities as null.
+`decode(T, value)` builds a `T`, naming the path of the first value that does not fit
+(`memory.heap.slope: expected a number, got 'x'`).
 
-Written by older code, a field may be missing: it reads as its default, else as the
-empty value of its type (0, "", False, None, an empty collection). A `Literal` field
-with no default and the fields named in `required` must be there. Keys the type does
-not know are ignored, so a newer writer's additions do not break an older reader.
-
-Decoding a value parsed from JSON text (`parsed=True`: result.json, plan.json) is
-msgspec's first (`msgspec.convert`, strict): it builds the same dataclasses from a value
-that fits the types exactly, which is every result.json this harness writes now, and
-does it in C. Whatever it rejects (a missing field without a default, a
-null for NaN, a whole number written as 3.0, findings kept as text, a value of the wrong
-type) goes to the hand-made checking decoder (`decode_checked`), which reads it
-leniently or names the path of the bad value as before; msgspec's own words are never
-shown. msgspec alone cannot keep those promises: it has no "empty value of the type"
-for a missing field, reads null for `float` as an error, and has no hook for a record
-kept as text, and its errors do not name the key (`$.memory[...].slope`).
-`benchmarks/codec_speed.py` measures the ways side by side (docs/benchmarks.md): 4,800
-result.json files of a fake-runtime sweep read in 3.73 s by `json.loads` and the
-checking decoder, 1.17 s by `parse` and this (3.2x), 0.84 s by msgspec alone, which
-read none of the 100 schema-2 files among the recorded H100 results.
-
-The hand-made checking decoder (`decode_checked`): JSON values -> typed values, naming
-the path of the first value that does not fit (`memory.heap.slope: expected a number,
-got 'x'`). `decode` hands a value to it when msgspec rejects it: it reads older records
-leniently (a missing field as its default, else as the empty value of its type; a
-record kept as text through the class's `from_text`; null as NaN for a number), passes
-over a bad field with `skip`, and names where a value does not fit. `as_json` checks
-free-form JSON the same way.
+Older records read leniently: a missing field reads as its default, else its type's empty
+value; unknown keys are ignored. A value parsed from JSON text tries msgspec first (fast,
+strict); what it rejects goes to the checking decoder (`decode_checked`), which keeps
+those lenient promises and names the key, which msgspec cannot.
 """
 
 from __future__ import annotations
@@ -76,8 +51,7 @@ class DecodeError(ValueError):
         self.message = message
 
     def within(self, key: str) -> DecodeError:
-        """The same error seen from the value that holds this one under `key` (a field
-        name, or "[i]" for a list's item)."""
+        """The same error seen from its container, under `key` (a field or "[i]")."""
         if not self.path:
             return DecodeError(key, self.message)
         sep = "" if self.path.startswith("[") else "."
@@ -135,9 +109,8 @@ def as_json(value: object, path: str = "") -> JSON:
     return _json(_plain(value), path)
 
 
-# A decoder: (value, required) -> the typed value, or DecodeError with the path inside
-# `value` (each level adds its key on the way out, so a path is only built for an error).
-# `required`: paths inside `value` of fields that must be there.
+# (value, required paths) -> the typed value, or DecodeError; each level adds its key on
+# the way out, so a path is built only for an error.
 Decoder = Callable[[object, tuple[str, ...]], object]
 _DECODERS: dict[object, Decoder] = {}
 
@@ -295,8 +268,7 @@ def _build(tp: object) -> Decoder:
 
 
 class _Record:
-    """A dataclass's decoder; its fields' decoders are made on the first value (a class
-    may name itself, or one defined after it)."""
+    """A dataclass's decoder; field decoders are made lazily (a class may name itself)."""
 
     def __init__(self, cls: type):
         self.cls = cls
@@ -391,12 +363,10 @@ def _empty(tp: object) -> object:
 def decode_checked(cls: type[T], value: object, path: str = "",
                    required: typing.Collection[str] = (),
                    skip: Callable[[DecodeError], None] | None = None) -> T:
-    """A `cls` (a dataclass) from a JSON object, checked value by value; the arguments
-    are `decode`'s (which callers call).
+    """A `cls` from a JSON object, checked value by value; arguments as `decode`'s.
 
     Raises:
-        DecodeError: a value does not fit its field's type (without `skip`), or a
-            required one is missing.
+        DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     decoder = _decoder(cls)
     assert isinstance(decoder, _Record), cls
@@ -408,9 +378,7 @@ def decode_checked(cls: type[T], value: object, path: str = "",
 
 
 
-# Both directions are compiled once per type into a function (a dict lookup and a call
-# per value after that): a report of 1,600 cells decodes and encodes ~400,000 values,
-# and asking each value's type its shape again was most of `harness report`'s time.
+# Both directions are compiled once per type: a large report handles ~10^5 values.
 
 Encoder = Callable[[object], "JSON"]
 _ENCODERS: dict[type, Encoder] = {}
@@ -483,9 +451,8 @@ def _encoder(cls: type, value: object) -> Encoder:
 
 
 def parse(raw: bytes) -> JSON:
-    """The JSON value in `raw` (UTF-8), as `json.loads` reads it: msgspec's parser (the
-    quicker), and Python's where msgspec refuses the text (NaN and Infinity, a number
-    past a float's range, a lone surrogate: Python's reader takes them).
+    """The JSON value in `raw` (UTF-8), as `json.loads` reads it: msgspec's parser, or
+    Python's for what msgspec refuses (NaN, huge numbers, lone surrogates).
 
     Raises:
         ValueError: not JSON (`json.JSONDecodeError`), or not UTF-8.
@@ -517,24 +484,18 @@ def _fits(value: object, required: typing.Collection[str]) -> bool:
 def decode(cls: type[T], value: object, path: str = "",
            required: typing.Collection[str] = (),
            skip: Callable[[DecodeError], None] | None = None, parsed: bool = False) -> T:
-    """A `cls` (a dataclass) from a JSON object; see the module docstring.
+    """A `cls` (a dataclass) from a JSON object, read leniently (see the module).
 
     Args:
         path: Where `value` stands, for the errors' paths.
-        required: Paths inside `value` of fields that must be there ("id",
-            "image.label"); a missing field of any other reads as its default or its
-            type's empty value.
-        skip: Given, a field of `cls` whose value does not fit is passed over as if it
-            were missing, and its error handed to `skip` (input from outside the harness,
-            where one bad field must not lose the rest).
-        parsed: `value` is as JSON text parsed (`json.loads`): it holds nothing but
-            JSON values, so msgspec may build it (it takes a free-form field as it
-            finds it; the checking decoder checks that field holds JSON, for a value
-            built in memory).
+        required: Paths of fields that must be there ("id", "image.label").
+        skip: Given, a field that does not fit is read as missing and its error handed
+            to `skip`, so one bad field from outside does not lose the rest.
+        parsed: `value` came from JSON text, so msgspec may build it (free-form fields
+            need no check).
 
     Raises:
-        DecodeError: a value does not fit its field's type (without `skip`), or a
-            required one is missing.
+        DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     if parsed and cls not in _REFUSED and _fits(value, required):
         try:

@@ -1,24 +1,10 @@
 """`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses.
 
-The orchestrator builds it once the cell's verdict is final (`harness.analysis.decision
-.decide`); the store writes it (`cells/<id>/result.json`, its serialisation through
-`harness.result.codec`) and reads it back (`load_result`, which also reads schema 1
-directories); search, bisect, host compare and every renderer read its fields.
-
-Free-form parts that come from outside the harness (a scenario's `info()`, the agent's
-host fingerprint details, a runtime's details) are `JSON` values, not `Any`.
-
-A cell's result in words (`cell_text`, `cell_numbers`): the key numbers every report
-and answer shows.
-
-`DerivedFrom`: what a derived answer rests on, the run keys of the cells it was made
-from. An answer made from cells (explain's where and its Change rows, a pair's first bad and
-last good) outlives them on disk: a `--resume` after an edit runs a cell again in its
-place, a result.json is cut short, a directory is copied. `DerivedFrom` keeps, per cell
-the answer rests on, a digest of that cell's `CellResult.key` (`result.runkey`) as it
-was when the answer was made; `changed` names the cells that no longer are what it
-rested on. The report model checks every derived answer once, when it is assembled
-(`report.model.Report.from_results`), so no renderer shows one beside other cells.
+Built once the verdict is final, stored as `cells/<id>/result.json` (through
+`result.codec`) and read back by `load_result`. Free-form parts from outside the harness
+are `JSON`, never `Any`. `cell_text`/`cell_numbers` say a result in words.
+`DerivedFrom` records the run keys an answer was made from, so a cell run again since
+(a `--resume`, a copied directory) shows the answer as stale.
 """
 
 from __future__ import annotations
@@ -101,13 +87,12 @@ class HostPart:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """A run's calls, its time per call and its peak RSS. `median_step_s` is the step's
-    own time per call (`protocol.series.Columns.own_step`: the wall clock less the waits
-    for a CPU the host's other work imposed), every report's per-call figure: as the
-    user's interpreter runs it where the agent timed `user_calls` calls so (--as-user),
-    else the measured phase's (a result from before issue 85: the wall clock's median).
-    `wall_step_s` is the measured phase's wall-clock median, waits for a CPU in it, and
-    `run_step_s` its own time, under the run's allocator settings (the quiet heap's)."""
+    """A run's calls, time per call and peak RSS.
+
+    `median_step_s` is the step's own time per call (wall clock less waits for a CPU),
+    the per-call figure every report shows (the --as-user calls' where timed).
+    `wall_step_s` is the wall-clock median, `run_step_s` its own time under the run's
+    allocator settings."""
 
     iterations: int = 0
     median_step_s: float | None = None
@@ -203,8 +188,7 @@ class AgentEnd:
     sampling_s: float | None = None
     output_dropped: int | None = None   # bytes of the scenario's output past the cap
     budget_spent: bool | None = None    # the measured phase ran its whole time budget
-    # The agent's safety stop (`harness/agent/watchdog.py`), as its end record said it:
-    # rss, grew and limit (bytes), call and phase, or killed
+    # The agent's safety stop (`agent/watchdog.py`): rss, grew, limit, call, phase, killed
     memory_stop: dict[str, JSON] | None = None
 
 
@@ -284,11 +268,8 @@ class CellResult:
 
     @property
     def deciding_carrier(self) -> str | None:
-        """The carrier the verdict stands on: the recorded one, but where it leaks
-        beside a carrier that grows faster, that one, as the leak rule names it
-        (`analysis.rules.leaking`, from the stored trends): a result decided
-        before the rule took the largest growth named the heap's +2.4 KiB/call beside
-        the device's +1024 (issue 51)."""
+        """The carrier the verdict stands on: the recorded one, or a faster-growing
+        leaking one as `analysis.rules.leaking` names it from the stored trends."""
         found = [name for name, _ in leaking(self.memory)]
         return found[0] if self.carrier in found else self.carrier
 
@@ -326,9 +307,8 @@ class Planned:
 
 def image_places(results: Mapping[str, CellResult], planned: Sequence[Planned]
                  ) -> dict[str, int]:
-    """Each image's place in the matrix: the plan's first, else the one its results
-    kept (a cell reused by --resume kept the place its image had in the matrix it ran
-    in, which an image put in or taken out since has moved)."""
+    """Each image's place in the matrix: the plan's, else its results' (a --resume may
+    reuse a cell from a matrix whose images have since moved)."""
     places = {p.image: p.index for p in planned}
     for r in results.values():
         places.setdefault(r.image.label, r.image.index)
@@ -350,12 +330,10 @@ class Plan:
 
 
 def load_result(data: object, where: str = "result") -> CellResult:
-    """A CellResult from a result.json object as parsed from its text, schema 1, 2 or 3
-    (findings kept as text before 3).
+    """A CellResult from a parsed result.json object of schema 1, 2 or 3.
 
     Raises:
-        DecodeError: not a result, an unknown schema, or a value of the wrong type; the
-            message names the key.
+        DecodeError: not a result, an unknown schema, or a value of the wrong type.
     """
     if not isinstance(data, dict):
         raise DecodeError("", f"{where}: not a JSON object")
@@ -363,17 +341,14 @@ def load_result(data: object, where: str = "result") -> CellResult:
     if schema not in READS:
         raise DecodeError("schema", f"{where}: schema {schema!r} is not one this harness "
                                     f"reads ({', '.join(map(str, READS))}): update harness")
-    # Schema 1 kept the live decision flat and the confirmation's derived keys; both
-    # decode as they are. Its `summary` held per-source slopes: ignored (see memory).
+    # Schema 1's extra keys decode as they are or are ignored.
     current: dict[str, object] = {str(k): v for k, v in data.items()}
     current["schema"] = SCHEMA
     return decode(CellResult, current, required=REQUIRED, parsed=True)
 
 
 def cell_numbers(res: CellResult) -> str:
-    """Key numbers of a cell, each saying what it is, what made its verdict first (its
-    kind's `figure`): the late/early step ratio of a slowdown, the ratios against the
-    row's baseline of a regression, else growth per call of the deciding source; then
+    """A cell's key numbers, what decided its verdict (its kind's `figure`) first, then
     median time per call."""
     lead_with = KINDS[res.verdict].figure
     memory: list[str] = []
@@ -384,9 +359,8 @@ def cell_numbers(res: CellResult) -> str:
         if missed:
             memory.append(missed)
     step = res.summary.median_step_s
-    # Beside the rounds' own step times (`baseline_numbers`), the cell's run's median is
-    # said to be one run's: it ran alone, at another time, its waits for a CPU in it
-    # (953 µs beside 4.42 ms read as "1.47x", the rounds' ratio net of those waits).
+    # Beside the rounds' step times, the run's median is marked as one run's (another
+    # time, another load) so the two are not read as one ratio.
     own = " in its own run" if rounds_steps(res) is not None else ""
     per_call = [f"{human_seconds(step)}/call{own}"] if step is not None else []
     lead: list[str] = []
@@ -437,9 +411,8 @@ def missed_rate(res: CellResult) -> float | None:
 
 
 def also_slowed(res: CellResult) -> StepTrend | None:
-    """The cell's own step trend where it is bad for another reason (a leak) and its
-    steps slowed down within its run too (its findings have the slowdown): the seed's
-    symptom, every call slower as memory grows, said beside the verdict."""
+    """The step trend of a cell bad for another reason (a leak) whose steps also
+    slowed within its run, said beside the verdict."""
     if res.verdict == SLOWDOWN or res.verdict not in BAD or res.steps is None:
         return None
     if not res.steps.slowdown or not any(f.kind == SLOWDOWN for f in res.findings):
@@ -448,9 +421,8 @@ def also_slowed(res: CellResult) -> StepTrend | None:
 
 
 def also_slower(res: CellResult) -> Confirmation | None:
-    """The rounds that confirmed a cell bad for another reason (a leak) slower than its
-    row's baseline too, said beside its verdict (None: no rounds ran, or they confirmed
-    no slowdown; a pooled ratio alone is never said beside a leak)."""
+    """The rounds that confirmed a cell bad for another reason (a leak) also slower
+    than its baseline; None otherwise (a pooled ratio alone is never said)."""
     vs = res.vs_baseline
     conf = vs.confirmation if vs is not None else None
     if res.verdict not in BAD or res.verdict in TIMED or conf is None:
@@ -459,9 +431,8 @@ def also_slower(res: CellResult) -> Confirmation | None:
 
 
 def baseline_numbers(res: CellResult) -> list[str]:
-    """The ratios against the row's baseline, each with its interval, and marked
-    unconfirmed where no interleaved rounds confirmed it (left out beside a bad
-    verdict)."""
+    """The ratios against the row's baseline with intervals; unconfirmed ones are
+    marked, and left out beside a bad verdict."""
     vs = res.vs_baseline
     if vs is None:
         return []
@@ -476,9 +447,7 @@ def baseline_numbers(res: CellResult) -> list[str]:
                      f"{len(conf.decided_by)} interleaved rounds{said})")
     elif steps is not None and direction not in (None, "~") and (
             res.verdict not in BAD or KINDS[res.verdict].figure == "baseline"):
-        # A pooled comparison alone: thousands of autocorrelated steps make any drift
-        # look certain, so it is never stated as found, nor shown beside a bad verdict
-        # about something else (a leak), where it would read as a finding.
+        # Autocorrelated steps make any pooled drift look certain: never said as found.
         parts.append(f"time {steps.ratio:.2f}x baseline (pooled, p={steps.p_value:.2g}; "
                      "unconfirmed)")
     if peak is not None and peak.direction != "~":
@@ -487,10 +456,8 @@ def baseline_numbers(res: CellResult) -> list[str]:
 
 
 def rounds_steps(res: CellResult) -> tuple[float, float] | None:
-    """(baseline, this cell) step time per call in the interleaved rounds that decided a
-    change in time against the baseline: the geometric means of the rounds' step times
-    (each net of its run-queue delay, at the round's one CPU speed), whose ratio is the
-    rounds' ratio; None where no rounds decided one."""
+    """(baseline, this cell) geometric-mean step time in the deciding interleaved
+    rounds, whose ratio is the rounds' ratio; None where no rounds decided."""
     vs = res.vs_baseline
     conf = vs.confirmation if vs is not None else None
     if conf is None or vs is None or vs.said_direction in (None, "~"):
@@ -504,10 +471,8 @@ def rounds_steps(res: CellResult) -> tuple[float, float] | None:
 
 
 def ran_on_cpu(res: CellResult) -> bool:
-    """A GPU cell whose framework said it ran on the CPU (its `no-gpu` finding: a CPU
-    build of TensorFlow on a GPU host): its verdict is about the CPU, never the GPU.
-    The device its end record names is read again (`device_kind`): an older harness
-    flagged PyTorch's "cuda" so too."""
+    """A GPU cell whose framework ran on the CPU (`no-gpu` finding): its verdict is
+    about the CPU. The device is re-read, as older results mis-flagged "cuda"."""
     info = res.end.info or {}
     device = info.get("device")
     return (device is not None and device_kind(str(device)) == "cpu"
@@ -515,17 +480,16 @@ def ran_on_cpu(res: CellResult) -> bool:
 
 
 def cell_text(res: CellResult, numbers: str | None = None) -> str:
-    """'leak: heap +5.9 KiB/call, 15.9 µs/call, peak RSS 1.12x baseline'; 'ok (ran on
-    CPU): ...' for a GPU cell measured on the CPU. `numbers`: its `cell_numbers`, where
-    the caller has them."""
+    """'leak: heap +5.9 KiB/call, 15.9 µs/call'; 'ok (ran on CPU): ...' for a GPU cell
+    measured on the CPU. `numbers`: its `cell_numbers`, where the caller has them."""
     numbers = cell_numbers(res) if numbers is None else numbers
     verdict = f"{res.verdict} (ran on CPU)" if ran_on_cpu(res) else str(res.verdict)
     return f"{verdict}: {numbers}" if numbers else verdict
 
 
 def key_digest(result: CellResult) -> str:
-    """The cell's run key as a short digest; a result recorded before keys answers by
-    its verdict and reason instead (all that tells one such run from another)."""
+    """The cell's run key as a short digest (verdict and reason for a result from
+    before keys)."""
     said: JSON = (encode(result.key) if result.key is not None
                   else {"before keys": [result.verdict, result.reason]})
     text = json.dumps(said, sort_keys=True, separators=(",", ":"))
@@ -546,8 +510,7 @@ class DerivedFrom:
                     if cid is not None and cid in results})
 
     def changed(self, results: Mapping[str, CellResult]) -> list[str]:
-        """The cells the answer rests on that are missing, unreadable or ran again
-        since (another run key); empty while the answer holds."""
+        """The cells the answer rests on that are missing or ran again since."""
         return sorted(cid for cid, digest in self.keys.items()
                       if cid not in results or key_digest(results[cid]) != digest)
 

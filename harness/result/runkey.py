@@ -1,17 +1,10 @@
 """A cell's run key: what its result depends on, so a stored result is reused only for
 the same run.
 
-`key_of(cell, runtime)` is a small record of named parts: the image, the scenario
-file's content (and the local modules it imports), the params, the run settings, the
-attribution kinds, the runtime, the host and the GPU. Every result carries the key of
-the run that made it (`CellResult.key`); `sweep --resume`, bisect, fit's probes and
-explain compare the stored key with the one the cell has now, part by part
-(`why_changed`), and run the cell again where a part differs, saying which.
-
-The image part is what identifies the image before it is prepared, since the engine's
-digest is only known after a pull or build: the reference, the requested pip pins and
-the interpreter (for a local venv image these are the image; for a Docker image the
-reference names it, and a tag moved to a new digest is not seen here).
+`key_of` records the image, the scenario file and its local imports, params, settings,
+attribution, runtime, host and GPU. Readers compare a stored key part by part
+(`why_changed`) and rerun a cell whose key differs. The image part is what is known
+before preparing it (ref, pins, interpreter): a tag moved to a new digest is not seen.
 """
 
 from __future__ import annotations
@@ -58,12 +51,9 @@ class RunKey:
     gpu: str = ""           # the matrix's GPU selection ("0", "all", "none", a UUID)
 
 
-# Settings added after results were first keyed: left out of the key while unset, so a
-# result recorded before them still answers for a cell that does not set them.
+# Keyed only when set, so results recorded before these settings still answer.
 ADDED_LATER = ("budget", "budget_calls", "overrun", "budget_max")
-# Settings the key leaves out: the bound `--iterations` puts on a cell's re-runs follows
-# from the lengths the key holds (a sweep sets both); a confirmation round's `time_only`
-# is no stored cell's.
+# Never keyed: follow from keyed lengths, or belong to no stored cell.
 NOT_KEYED = ("asked_calls", "time_only")
 # One look's params and settings as JSON, by the id of the scenario they are of (held).
 Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
@@ -71,10 +61,10 @@ Memo = dict[int, tuple[object, dict[str, JSON], dict[str, JSON]]]
 
 def key_of(cell: Cell, runtime: str, attribution: tuple[str, ...] = (),
            hashed: dict[Path, str] | None = None, memo: Memo | None = None) -> RunKey:
-    """The key of running `cell` now, on this machine, with `runtime`. `hashed`: each
-    scenario's hash as this one look at the files found it (a caller that keys many
-    cells of one scenario at once, the gate over 10,000 cells, reads each file once);
-    `memo`: each scenario's params and settings as JSON, made once in that look."""
+    """The key of running `cell` now, on this machine, with `runtime`.
+
+    `hashed` and `memo` cache each scenario's hash and JSON parts for a caller keying
+    many cells at once."""
     made = memo.get(id(cell.scenario)) if memo is not None else None
     if made is None or made[0] is not cell.scenario:
         made = (cell.scenario, *_parts(cell))
@@ -111,11 +101,9 @@ _NAMES_LOCK = threading.Lock()
 
 
 def scenario_hash(script: Path) -> str:
-    """sha256 over the script and, transitively, the modules of its own directory it
-    imports (`import helpers`, `from lib.util import x`); a file that is missing or does
-    not parse counts by what it is (its bytes, or its absence). Every file is read each
-    time; what a file imports is parsed once per content (a resume or a fit checks many
-    cells of one scenario)."""
+    """sha256 over the script and, transitively, the local modules it imports; a missing
+    or unparsable file counts by its bytes or absence. Imports are parsed once per
+    content."""
     root = script.parent
     digest = hashlib.sha256()
     seen: set[Path] = set()
@@ -146,10 +134,8 @@ _AST_LOCK = threading.Lock()
 
 
 def parse_source(data: bytes | str, filename: str = "<unknown>") -> ast.Module:
-    """`ast.parse` under one lock for the process: CPython 3.11 before 3.11.8 raises
-    SystemError ("AST constructor recursion depth mismatch", gh-106905) when two threads
-    build ASTs at once, and a sweep's lanes key and check scenarios side by side (a CI
-    run on 3.11.7 hit it).
+    """`ast.parse` under a process lock: CPython < 3.11.8 raises SystemError when two
+    threads parse at once (gh-106905), and a sweep's lanes do.
 
     Raises:
         SyntaxError, ValueError: as `ast.parse`.
@@ -182,8 +168,7 @@ def _imported(data: bytes, path: Path, root: Path) -> tuple[tuple[Path, str], ..
 
 
 def _local_files(names: tuple[tuple[Path, str], ...]) -> list[Path]:
-    """The files of the scenario's folder those imports are (looked for each time: a
-    module may have been added or removed)."""
+    """The scenario folder's files those imports name (looked up each time)."""
     found: list[Path] = []
     for base, name in names:
         parts = name.split(".")
@@ -201,8 +186,8 @@ _PART_WORDS = {"scenario": "scenario file", "params": "params", "settings": "run
 
 
 def why_changed(old: RunKey | None, new: RunKey) -> str | None:
-    """None when `old` is `new`; else why a result with key `old` does not answer for
-    a run with key `new`, in words ("pins changed since it ran (a==1 -> a==2)")."""
+    """None when the keys match; else why, in words ("pins changed since it ran (a==1 ->
+    a==2)")."""
     if old is None:
         return BEFORE_KEYS
     parts: list[str] = []
