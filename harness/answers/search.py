@@ -52,9 +52,8 @@ class RowAnswer:
 
 
 def free_of(result: CellResult, fault: str) -> bool:
-    """Whether a cell has shown `fault` absent: it is good, or the fault is memory and the
-    cell is undecided by its step time alone with every memory source stable, since an
-    unsettled time on a busy host says nothing about memory."""
+    """Whether a cell showed `fault` absent: good, or (for memory) undecided by step time
+    alone with every memory source stable, as unsettled time says nothing of memory."""
     if result.verdict in GOOD:
         return True
     return (fault in KINDS and KINDS[fault].attribute == MEMORY
@@ -65,8 +64,8 @@ def free_of(result: CellResult, fault: str) -> bool:
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:
     """(first bad, last good before it, bad cells contiguous?) over (label, verdict) pairs.
 
-    The first bad image after a good one is where a regression entered; with none after a
-    good one, the first bad is named with no last good. Undecided cells are skipped.
+    The first bad after a good one is where a regression entered; with none, the first bad
+    is named alone. Undecided cells are skipped.
     """
     last_good: str | None = None
     first: str | None = None
@@ -90,8 +89,7 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
-    """Images with an unknown verdict between the last good image before `bad` (or the
-    first image) and `bad` (or the end of the row when nothing is bad)."""
+    """Images with an unknown verdict between the last good before `bad` and `bad`."""
     labels = [label for label, _ in ordered]
     end = labels.index(bad) if bad is not None else len(ordered)
     start = 0
@@ -129,8 +127,7 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
 
 
 def scenario_fault(items: Sequence[CellResult]) -> str | None:
-    """The agent's message when it could not call the scenario as written on some image;
-    one is enough, since no image is to blame."""
+    """The agent's message where it could not call the scenario as written (any image)."""
     for r in items:
         if r.end.error is not None and r.end.error.fault == "scenario":
             return r.end.error.message
@@ -143,8 +140,7 @@ def enough_ran(ran: Sequence[CellResult], images: int) -> bool:
 
 
 def same_failure(items: Sequence[CellResult], images: int) -> str | None:
-    """'Type: message' when every image that ran (`enough_ran`) failed alike: the scenario
-    is broken, not the images."""
+    """'Type: message' when every image that ran failed alike: the scenario is broken."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if not enough_ran(ran, images) or any(r.verdict != "crash" for r in ran):
         return None
@@ -169,8 +165,7 @@ def leaked_before_timeout(items: Sequence[CellResult]) -> bool:
 
 
 def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
-    """What to change when every image that ran (`enough_ran`) timed out: the run is too
-    short for the scenario, so no image is to blame. None otherwise."""
+    """The fix when every image that ran timed out (the run is too short), else None."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if not enough_ran(ran, images) or any(r.verdict != "timeout" for r in ran):
         return None
@@ -187,8 +182,7 @@ def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
 
 
 def _length_set(ran: Sequence[CellResult]) -> str:
-    """The key (with its value) that set the runs' length, for a timeout's fix to name:
-    `iterations:` of a fixed run, `budget:` of a budgeted one, the default included."""
+    """The key and value that set the runs' length (`iterations:` or `budget:`)."""
     budgeted = [r.settings for r in ran if r.settings.get("max_iterations") is not None]
     if not budgeted:
         calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})
@@ -200,9 +194,8 @@ def _length_set(ran: Sequence[CellResult]) -> str:
 
 def gap_sentence(ordered: Sequence[tuple[str, str]], gap: Sequence[str], bad: str | None,
                  cells: Mapping[str, CellResult]) -> str:
-    """A row's headline where images before its first bad (or its end) told nothing: the
-    first bad is the first of them or later. An unavailable image is said with why; where
-    only such images follow the last good one, no first bad is claimed."""
+    """A row's headline where images before its first bad told nothing: it is the first
+    of them or later (none claimed where only unavailable images follow the last good)."""
     verdicts = dict(ordered)
     unmeasured = [label for label in gap if verdicts[label] in NOT_MEASURED]
     said = [f"{label} {verdicts[label]}" for label in gap if label not in unmeasured]
@@ -224,8 +217,7 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
     """Group cell results by row, order by image index, name the first bad.
 
     Args:
-        planned: The cells the sweep planned; those without a result are "not run" (or
-            "unreadable" / "stale" where listed) and count as gaps.
+        planned: The cells the sweep planned; those without a result count as gaps.
     """
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
@@ -249,8 +241,7 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
         ordered = [(label, verdict) for _, label, verdict, _ in line]
         leaked = leaked_before_timeout(items)
         if leaked:
-            # Leaks before a row-wide timeout are findings; a timeout without one is
-            # good as far as this run could see.
+            # Leaks before a row-wide timeout are findings; a bare timeout is not.
             ordered = [(label, "ok" if verdict == "timeout" else verdict)
                        for label, verdict in ordered]
         bad, good, contiguous = first_bad(ordered)
@@ -297,12 +288,8 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
 # ---------------------------------------------------------------- bisect planner
 @dataclass(frozen=True)
 class BisectStep:
-    """What to do next in a bisect over `n` images in order (index 0 = oldest).
-
-    `action` is "probe" (run image `index`), "found" (the first bad is `hi`, the last
-    good `lo`), or "stop" (an endpoint is not as required or stayed undecided; `why`
-    says which). `lo`/`hi` are the known good/bad indices bracketing the first bad.
-    """
+    """The next bisect step over images in order (0 = oldest): "probe" image `index`,
+    "found" (first bad `hi`, last good `lo`), or "stop" (`why`)."""
 
     action: str
     index: int | None
@@ -391,8 +378,7 @@ class Pair:
 
 def pairs(results: Mapping[str, CellResult], only: str | None = None,
           planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
-    """Each row's first bad cell with its last good one (never across a missing or
-    undecided cell), or only the cell `only` names."""
+    """Each row's (first bad, last good), never across a gap; or only the cell `only`."""
     out: list[Pair] = []
     for row in answer_rows(results, planned, unreadable):
         ids = {label: cid for label, _, cid in row.cells}

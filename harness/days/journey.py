@@ -8,9 +8,8 @@ chaining the existing plans (never a copy of their loops):
   fixed    the first good image after the first bad one, from the sweep's cells
   host     on a `hosts:` sweep, the first bad image on each other host: host or image?
 
-Each step's answer is reused while the run keys it rests on hold. A row's answer goes to
-`cause/<row>.json`; `summary` and `facts` turn a `Journey` into the paragraph a user acts on,
-every figure the run's own.
+Each step's answer is reused while its run keys hold; a row's answer goes to
+`cause/<row>.json`, its paragraph (`summary`) using only the run's own figures.
 """
 
 from __future__ import annotations
@@ -140,8 +139,7 @@ def fixed_versions(j: Journey, results: Mapping[str, CellResult]) -> dict[str, s
 
 
 def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
-    """Pins that keep the row good, naming only versions this run measured (last good,
-    and the fixed one); the releases between, never run, are said to be untested."""
+    """Pins that keep the row good, naming only versions this run measured."""
     fixed = fixed_versions(j, results)
     # On a date axis the first bad version is the first bad day's, not the sweep's B's.
     first_bad = {name: bad for name, _, bad in j.day.moved} if j.day is not None else {}
@@ -259,8 +257,7 @@ STEPS = ("day", "explain", "culprit", "code", "fixed", "host")
 
 def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
            results: Mapping[str, CellResult], say: Say) -> DayAnswer | None:
-    """The day search's answer where G and B are two days of one `as_of:` entry (probes
-    kept in `day/<row>/`); None for any other row."""
+    """The day search's answer where G and B are days of one `as_of:` entry, else None."""
     if pair.good is None or pair.good not in results or pair.cell not in results:
         return None
     g_cell, b_cell = cells[pair.good], cells[pair.cell]
@@ -290,9 +287,8 @@ class Progress:
 
 
 def fixed_in(row: RowAnswer) -> tuple[str, str] | None:
-    """(label, cell id) of the first image after the first bad one that answers its
-    question, never across a cell that told nothing. A memory finding is answered by an
-    image that no longer leaks (even if slower); time or a crash only by a good image."""
+    """(label, cell id) of the first later image that answers the first bad's question
+    (no leak for memory, even if slower; good for time or a crash), never across a gap."""
     labels = [label for label, _, _ in row.cells]
     if row.first_bad is None or row.first_bad not in labels:
         return None
@@ -344,8 +340,7 @@ def other_host_cells(cells: Sequence[Cell], cell: Cell) -> list[Cell]:
 def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellResult],
              todo: Sequence[Pair], step: int = 1,
              runtime: Callable[[Cell], str] = lambda c: "local") -> int:
-    """Probes the chain still expects: 2 per explain, about 2 log2(changes) + 2 per
-    culprit, 1 per missing other-host cell; none for an answer that still holds."""
+    """Probes the chain still expects; none for an answer that still holds."""
     n = 0
     for i, pair in enumerate(todo):
         start = step if i == 0 else 1
@@ -462,7 +457,7 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
         try:
             j.culprit = run_culprit(ctx, g, b, results, hybrids, said)
         except EnvironmentUnavailable as exc:
-            # No hybrid can be had here (an engine that builds none): the chain goes on.
+            # No hybrids on this engine: the chain goes on.
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             said(f"not searched: {why}", 0)
             j.steps.append(f"culprit: not searched: {why}")

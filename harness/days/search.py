@@ -1,5 +1,4 @@
-"""The day a dated row went bad: between its last good day G and first bad day B.
-
+"""The day a dated row went bad, between its last good day G and first bad day B.
 `search_days` halves the `as_of:` days between G and B, but runs a day only when it
 resolves to pins no run has seen (pins equal to G's are good, to B's bad), so the cost is
 about log2(days) resolutions and one cell per distinct resolution, not a cell per day.
@@ -97,8 +96,7 @@ class DayOutcome:
     reused: int = 0         # of those, results an earlier search left that still hold
     untestable: str | None = None   # the day whose run decided nothing, if it stopped
     steps: list[str] = field(default_factory=list)
-    # The days (and cell ids) whose runs stand for the last good and first bad day's
-    # environments: what culprit searches between (`culprit.run.ends`).
+    # The runs (day, cell id) standing for G's and B's environments, for culprit's `ends`.
     good_run: str = ""
     bad_run: str = ""
     good_cell: str | None = None
@@ -148,8 +146,7 @@ def pin_map(pins: Pins) -> dict[str, str]:
 
 
 def release_key(version: str) -> tuple[int, ...] | None:
-    """A final release's number as integers (`6.5.0.post1` -> (6, 5, 0)), for order
-    between two pins; None for a pre-release, a dev release or what does not parse."""
+    """`6.5.0.post1` -> (6, 5, 0), to order pins; None for a pre/dev release or junk."""
     public = version.split("+", 1)[0].lower()
     found = re.fullmatch(r"v?(\d+(?:\.\d+)*)((?:[-_.]?post\d*)?)", public)
     if found is None:
@@ -162,8 +159,7 @@ def release_key(version: str) -> tuple[int, ...] | None:
 
 def passed_over(good: str | None, bad: str | None, yanked: Mapping[str, str]
                 ) -> tuple[tuple[str, str], ...]:
-    """The yanked releases a change from `good` to `bad` lands on or passes over: either
-    end itself, and each final release between them (in release order)."""
+    """The yanked releases a change from `good` to `bad` lands on or passes over."""
     ends = [k for k in (release_key(good or ""), release_key(bad or "")) if k is not None]
     lo, hi = (min(ends), max(ends)) if len(ends) == 2 else (None, None)
     out = []
@@ -177,8 +173,7 @@ def passed_over(good: str | None, bad: str | None, yanked: Mapping[str, str]
 
 def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None,
             yanked: Yanked | None = None) -> list[Change]:
-    """Every package whose pin moved, came or went, with upload time and yanked releases
-    where the callbacks can say them."""
+    """Every package whose pin moved, came or went, with upload time and yanked releases."""
     g, b = pin_map(good), pin_map(bad)
     out = []
     for name in sorted(set(g) | set(b)):
@@ -273,9 +268,7 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
                bad: CellResult, say: Say, g_series: Series | None = None,
                uploaded: Uploaded | None = None, yanked: Yanked | None = None
                ) -> DayOutcome:
-    """Search the days between a dated row's last good day G and first bad day B.
-
-    Probes run through `sweep` and are compared with G; a current one is reused.
+    """Search the days between G and B, probing through `sweep`; current probes reused.
 
     Args:
         sweep: A Sweep over the local runtime, its store the probes' directory.

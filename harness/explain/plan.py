@@ -1,5 +1,4 @@
 """`harness explain`: where a row's first bad cell leaks or slows, against its last good.
-
 Both cells run again with the agent's `--attribute` into `explain/<cell>/`; the where
 records are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`.
 The sweep's verdicts never come from these runs: attribution slows a run many times over.
@@ -39,9 +38,8 @@ EXPLAIN_DIR = "explain"
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
-    """The agent's --attribute kinds for the cell's verdict, without the memory kinds for
-    a time verdict whose memory is not bad: a site is named only for what is bad, and
-    tracemalloc would slow the time run for nothing."""
+    """The --attribute kinds for the cell's verdict; no memory kinds for a time verdict
+    whose memory is not bad (tracemalloc would slow it for nothing)."""
     kinds = kind(result.verdict).attribute
     if result.verdict in TIMED and not larger(result):
         return tuple(k for k in kinds if k not in MEMORY)
@@ -65,9 +63,8 @@ MEMORY_CALLS = 300
 TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
 TRACEMALLOC_SLOWER = 150.0   # tracemalloc's worst slowdown, with headroom
-# Time is attributed over a time budget, as a sweep's run is: a fixed few calls of a fast
-# step give the stack sampler too few samples. ATTRIBUTE_CAP budgets of deadline for a
-# step slowed past the sweep's pace.
+# Time is attributed over a time budget (a few calls of a fast step give the sampler too
+# few samples); ATTRIBUTE_CAP budgets of deadline for a step slowed past the sweep's pace.
 ATTRIBUTE_CAP = 10.0
 # A cell the safety stop ended is attributed over the calls that grow it to this share of
 # the stop's limit, so the stop does not end the attributed run too.
@@ -75,9 +72,8 @@ STOP_ROOM = 0.5
 
 
 def stop_room(res: CellResult) -> tuple[int, str] | None:
-    """(most calls, why) for an attributed run of a cell the safety stop ended, so it grows
-    at most STOP_ROOM of the limit at the sweep's pace; None where the stop did not end
-    it or gave no pace."""
+    """(most calls, why) keeping a cell the safety stop ended within STOP_ROOM of its
+    limit at the sweep's pace; None where the stop did not end it or gave no pace."""
     stop = res.end.memory_stop or {}
     grew, limit, call = (stop.get(k) for k in ("grew", "limit", "call"))
     if res.facts is None or not res.facts.runaway or not isinstance(grew, int | float) \
@@ -123,8 +119,8 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     else:
         if took_s:
             timeout = min(timeout, slower * per_call * calls + 60.0)
-        # One reading a phase: only the where record is used, and tracemalloc traces
-        # each reading's allocations.
+        # One reading a phase: only the where record is used, and readings cost under
+        # tracemalloc.
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                     timeout=timeout, sample_every=max(calls, s.warmup, 1))
     return cell.with_settings(short)
@@ -151,8 +147,7 @@ def source_of(cell: Cell) -> Callable[[str, int], str | None]:
 
 
 class AttributionFailed(Exception):
-    """The attributed run gave no where record (it crashed, or the image's agent is old);
-    `timed_out`: its deadline ended it."""
+    """The attributed run gave no where record; `timed_out`: its deadline ended it."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
         super().__init__(message)
@@ -184,8 +179,7 @@ def _kept(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
 
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
-    """Run the cell once with `--attribute KINDS` and parse its where record; a run kept
-    in `outdir` under the same run key is read instead (`KEPT_RUN`)."""
+    """Run the cell with `--attribute KINDS` and parse its where record (or reuse a kept one)."""
     key, kept = _kept(ctx, cell, kinds, outdir)
     if kept is not None:
         ctx.progress(f"explain {cell.id}: its attributed run in {outdir.name} holds (same "
@@ -245,8 +239,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         rest = tuple(k for k in kinds if k != "heap")
         if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
             return None
-        # tracemalloc most often breaks a framework or runs past the deadline: retry
-        # without it, and say so.
+        # tracemalloc most often breaks a framework or the deadline: retry without it.
         ctx.progress(f"explain {cell.id}: running again without heap "
                      f"(--attribute {','.join(rest)})")
         try:
@@ -326,8 +319,8 @@ def floors(res: CellResult) -> dict[str, float]:
 
 def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
             todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
-    """Run each pair's cells with attribution and write their where.json; returns them
-    by cell id. A pair whose run fails is said and skipped; the others go on."""
+    """Attribute each pair's cells and write their where.json; cell id -> explanation.
+    A failed pair is said and skipped."""
     out: dict[str, Explanation] = {}
     # The attributed runs' folder, marked as what it is: read through the sweep's report.
     ctx.store.write(f"{EXPLAIN_DIR}/{PLAN_FILE}",

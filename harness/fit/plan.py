@@ -58,9 +58,8 @@ def bisect_cost(candidates: int) -> int:
 class FitStep:
     """What to do next, and what is known so far.
 
-    `fits` is the largest value seen fitting (lo - 1: none yet), `fails` the smallest
-    value seen failing above it (hi + 1: none yet); on `done` the answer is `fits`.
-    `how` says why `value` was chosen: "doubling", "predicted", "bisection".
+    `fits`: largest value seen fitting (lo - 1: none); `fails`: smallest failing above it
+    (hi + 1: none); on `done` the answer is `fits`. `how`: doubling, predicted, bisection.
     """
 
     action: Action
@@ -85,13 +84,10 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     """The next value to probe, or the answer.
 
     Args:
-        lo: Smallest value of the range.
-        hi: Largest value of the range.
-        seen: Outcome per value probed (or found on disk): "fit", one of `FAILURES`, or
-            one of `STOPS`.
+        lo, hi: The inclusive range.
+        seen: Outcome per value probed: "fit", one of `FAILURES`, or one of `STOPS`.
         runs: Probes run so far (cells taken from disk do not count).
-        predicted: The value the memory model predicts as the largest that fits (from
-            two or more fitting probes and a known memory limit), or None.
+        predicted: The memory model's largest value that fits, or None.
 
     Raises:
         ValueError: an empty range, a value outside it, or an unknown outcome.
@@ -145,8 +141,7 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
 SOURCES: dict[str, str] = {"gpu_used": "gpu", "fw": "fw", "rss": "rss", "rss_anon": "rss_anon",
                            "uss": "uss", "heap": "heap", "cgroup": "cgroup"}
 DEVICE = ("fw", "gpu")            # limited by the GPU's memory
-HOST = ("rss_anon", "rss")        # limited by the cell's mem_limit (anonymous memory first:
-                                  # file pages of shared libraries are reclaimable)
+HOST = ("rss_anon", "rss")        # limited by mem_limit; anonymous first (file pages reclaim)
 MiB = 1 << 20
 
 
@@ -175,8 +170,7 @@ class Line:
         return self.fixed >= 0
 
     def text(self, unit: str) -> str:
-        """'fixed 1.1 GiB + 450 MiB per batch'; with the intercept below zero,
-        '450 MiB per batch, fixed part not resolved (...)'."""
+        """'fixed 1.1 GiB + 450 MiB per batch', or '450 MiB per batch, fixed part not resolved'."""
         if self.resolved:
             return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
         why = "the fit's intercept is below zero"
@@ -409,8 +403,8 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
 
 
 def check_read(param: str, series: Series) -> None:
-    """Stop when a probe's agent says the scenario never read `param`: every value would
-    run the same, so "fits the whole range" would mean nothing. No `params_read`: no check.
+    """Stop when a probe's agent says the scenario never read `param` ("fits the whole
+    range" would mean nothing); a probe without `params_read` tells nothing.
 
     Raises:
         InputError: the scenario's run never read params[param].

@@ -1,9 +1,6 @@
 """`harness history`'s work: a matrix's runs joined (`model`), history.html written, the
-exit code and notes; `cli.history` parses and prints.
-
-The latest verdicts go through the one report model, so the first bad, grid and heatmap
-are every report's; the history adds each verdict's run, the flaky marks and the per-run
-verdicts.
+exit code and notes; `cli.history` parses and prints. The latest verdicts go through the
+one report model, so first bad, grid and heatmap are every report's.
 """
 
 from __future__ import annotations
@@ -65,8 +62,7 @@ def closing(history: History, report: Report) -> tuple[int, list[str]]:
 
 
 def stale_note(newest: Path) -> list[str]:
-    """The newest run's stale cells, with the command that reruns them: its latest
-    verdicts are then not the matrix's now."""
+    """The newest run's stale cells (its verdicts are not the matrix's now), with a fix."""
     found, _ = read_gated(newest)
     if not found.stale:
         return []
@@ -139,8 +135,7 @@ def step_words(res: CellResult | None, interval: bool = True) -> str:
 
 
 def growth_words(res: CellResult | None, interval: bool = True, unit: bool = True) -> str:
-    """Memory growth per call in KiB, with the slope's confidence interval ("+5.84 KiB
-    (+5.80..+5.88 KiB)"; the unit left to a column's header without `unit`)."""
+    """Memory growth per call in KiB with its confidence interval ("+5.84 KiB (+5.80..)")."""
     p = memory_point(res) if res is not None else None
     if p is None:
         return "-"
@@ -172,8 +167,7 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
 
 @dataclass
 class HistoryConsole:
-    """The console: per line a words table where it fits, else one grid; then the
-    answers, the flaky images and where the latest verdicts came from."""
+    """The console: words tables where they fit, else one grid; then answers and flakes."""
 
     history: History
     report: Report
@@ -336,8 +330,7 @@ class LineView:
 
 
 def render_html(history: History, report: Report, out: TextIO) -> None:
-    """history.html: the latest verdicts' heatmap, then per line its runs, flaky images
-    and trends."""
+    """history.html: the latest verdicts' heatmap, then per line its runs and trends."""
     answers = {row.row: row for row in report.rows}
     views: list[LineView] = []
     shown: set[str] = set()

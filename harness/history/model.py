@@ -1,14 +1,10 @@
-"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none.
-
-Reads the sweep-kind runs under `reports/NAME` (sweeps, watch runs, re-decided copies;
-not bisect or fit); a re-decided copy stands for the run it was made from.
+"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none
+(not bisect or fit; a re-decided copy stands for its run).
 
 - A line is a report row on one host ("ROW @ HOST"): hosts are never mixed in one line.
 - Images are in release order (`release_order`): the newest matrix's, older tags slotted in.
-- Per (line, image): every run's reading, oldest first; the latest verdict is the newest
-  readable one, so a missing cell counts only where no run read.
-- Flaky: same run key (`result.runkey`) but good in one run and bad in another. Different
-  keys measured different things: the latest wins.
+- Per (line, image): every run's reading, oldest first; the latest is the newest readable.
+- Flaky: same run key but good in one run, bad in another (different keys: latest wins).
 """
 
 from __future__ import annotations
@@ -138,8 +134,7 @@ class History:
     notes: tuple[str, ...] = ()     # runs left out, and why
 
     def latest_results(self) -> dict[str, CellResult]:
-        """Each line's latest readable results, for the report model: id `RUN/CELL`,
-        row the line's name, index the release order."""
+        """Each line's latest readable results for the report model, as `RUN/CELL` ids."""
         place = {image: i for i, image in enumerate(self.images)}
         out: dict[str, CellResult] = {}
         for line in self.lines:
@@ -155,8 +150,7 @@ class History:
         return out
 
     def unreadable(self) -> tuple[tuple[Planned, ...], dict[str, str]]:
-        """Every (line, image) as a planned cell, and why each unread one is missing, so
-        the missing count matches `harness report`'s."""
+        """Every (line, image) as a planned cell, and why each unread one is missing."""
         place = {image: i for i, image in enumerate(self.images)}
         planned: list[Planned] = []
         why: dict[str, str] = {}
@@ -265,8 +259,7 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
 
 
 def one_matrix(runs: list[Path], notes: list[str]) -> tuple[list[Path], list[str]]:
-    """The runs of the newest sweep's matrix file (two files sharing `name:` are not one
-    history); runs of another file become notes. Watch runs and unrecorded ones stay."""
+    """The runs of the newest sweep's matrix file; another file's runs become notes."""
     # Each run's file, read once; "" for a watch run, which joins its suite's
     watched = {p for p in runs if _watched(p)}
     named = {p: "" if p in watched else matrix_named(p) for p in runs}
