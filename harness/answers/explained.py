@@ -93,11 +93,8 @@ STALE = "stale: the cells changed since; `harness explain {root}` refreshes it"
 def holding(found: Mapping[str, Explanation], results: Mapping[str, CellResult],
             planned: Sequence[Planned] = (), unreadable: Collection[str] = (),
             root: Path | None = None) -> tuple[dict[str, Explanation], dict[str, str]]:
-    """(the explanations that still rest on the cells they name, row -> a stale note).
-
-    An explanation holds while its cells keep their run keys and, for a first bad, are
-    still the row's pair. A row whose first bad lost its explanation gets the stale note;
-    one of a cell that is no row's pair now is left out unsaid."""
+    """(the explanations whose cells keep their run keys and, for a first bad, are still
+    the row's pair; row -> a stale note where a first bad lost its explanation)."""
     if not found:       # nothing explained: skip the costly pairing
         return {}, {}
     now = pairs(results, None, planned, unreadable)

@@ -312,9 +312,8 @@ def decided(verdicts: Sequence[str]) -> str | None:
 def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
     """The next bisect step, from every verdict seen so far (pure; call it in a loop).
 
-    Both endpoints first (0 must be good, n-1 bad), then the middle of the bracket. An
-    undecided probe is repeated up to `repeats` times, then skipped as `git bisect skip`
-    does (not-applicable at once). A good image after a bad one is ignored.
+    Both endpoints first (0 good, n-1 bad), then the bracket's middle; an undecided probe
+    is repeated `repeats` times, then skipped as `git bisect skip` does.
 
     Args:
         n: Number of images, in version order.

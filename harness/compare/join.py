@@ -1,5 +1,4 @@
 """Join two result sets and say where they differ: hosts (GPUs), or two images.
-
 Host mode joins two directories on (image, scenario), each side named by its GPU, else
 `hosts:` label, else directory; image mode joins two images on (GPU, scenario). The goal
 is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-py3". Fit mode joins two fit.json

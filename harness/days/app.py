@@ -27,8 +27,7 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
     """Search each dated row's days (only `row`'s) in `root`; the exit code.
 
     Raises:
-        InputError: an unknown row, a directory whose matrix cannot be found, a row whose
-            days cannot be searched.
+        InputError: an unknown row, no matrix found, or a row that cannot be searched.
     """
     found, matrix = read_gated(root, matrix_file)
     undated(root, found)

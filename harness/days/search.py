@@ -1,10 +1,7 @@
 """The day a dated row went bad, between its last good day G and first bad day B.
-`search_days` halves the `as_of:` days between G and B, but runs a day only when it
-resolves to pins no run has seen (pins equal to G's are good, to B's bad), so the cost is
-about log2(days) resolutions and one cell per distinct resolution, not a cell per day.
-The search is pure over two callbacks (`resolve`, `probe`) so it tests without an index;
-`day_of_row` wires it to a sweep, each probe the row's cell on image `NAME@DAY`, kept in
-`day/<row>/`.
+`search_days` halves the `as_of:` days but runs a day only when its pins are new (G's
+pins are good, B's bad): one cell per distinct resolution, not per day. It is pure over
+`resolve` and `probe`; `day_of_row` wires it to a sweep (probes in `day/<row>/`).
 """
 
 from __future__ import annotations
@@ -320,8 +317,7 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
         say: The search's lines; progress: the sweep's progress lines.
 
     Raises:
-        ValueError: G and B are not two days of one `as_of:` entry, B not after G, or
-            `runtime` is not the local one.
+        ValueError: as `day_of_row`, or `runtime` is not the local one.
         resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
         StoreError: `root/day/<row>/` is locked by another search.
     """

@@ -91,11 +91,9 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
                made: int | None = None, room: int | None = None) -> Cell:
     """The cell as an attribution run, with no early stop and no re-runs.
 
-    Time kinds (`stack`, `ops`) run on a time budget (at least the default); memory alone
-    runs the calls the sweep's run made (`made`), fewer under tracemalloc. The deadline
-    is bounded by the sweep's pace (`took_s`) times DEADLINE_FACTOR (TRACEMALLOC_SLOWER
-    under tracemalloc) plus a minute, so a hanging part ends the run, not the session.
-    `room` (`stop_room`) caps the calls where the safety stop ended the sweep's run."""
+    Time kinds run on a time budget; memory alone runs the sweep's `made` calls (fewer
+    under tracemalloc). The deadline is capped by the sweep's pace (`took_s`), so a hanging
+    part ends the run, not the session; `room` caps calls after a safety stop."""
     s = cell.settings
     ran = made or s.agent_iterations
     calls = ran

@@ -1,13 +1,10 @@
-"""How much fits: the largest value of an integer param in [lo, hi] whose cell runs, per
-row (image x GPU x scenario), and the memory per unit of that param.
+"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell
+runs, and the memory per unit of that param.
 
-Each probe is the row's cell with the param set (id `<cell id>.<param><value>`), run as any
-cell so an OOM, crash or timeout is decided as in a sweep; current probes on disk are reused.
-Fitting is taken as monotonic, so each probe narrows the answer to `fits .. fails - 1`. The
-planner spends a probe on a guess (doubling, or the memory model's prediction) only when
-bisection still ends within `probe_bound`, so a wrong prediction cannot cost more.
-The memory model is a least-squares line peak = fixed + per_unit * value; where it meets
-the memory limit is the predicted boundary.
+Each probe is the row's cell with the param set, run as any cell (current ones reused).
+Fitting is taken as monotonic, so each probe narrows the answer to `fits .. fails - 1`; a
+guess (doubling, or where the least-squares memory line meets the limit) is probed only
+when bisection still ends within `probe_bound`, so a wrong prediction cannot cost more.
 """
 
 from __future__ import annotations
@@ -183,12 +180,10 @@ class Line:
 
 
 def peaks(series: Series, runtime: str) -> dict[str, float]:
-    """The peak of each of the cell's memory sources in a run's samples; the cgroup's only
-    where `runtime` gave the cell its own.
+    """The peak of each of the cell's memory sources (the cgroup's only where its own).
 
-    A peak can fall between samples, so the kernel's RSS high-water mark (`rss_hwm`) raises
-    the RSS peak, and the anonymous peak to the mark less the largest file-backed part any
-    sample read (not the last one's: the kernel reclaims file pages after the peak)."""
+    A peak can fall between samples, so `rss_hwm` raises the RSS peak, and the anonymous
+    peak to it less the largest file-backed part any sample read (file pages reclaim)."""
     out: dict[str, float] = {}
     for key, name in SOURCES.items():
         if name == "cgroup" and not own_cgroup(runtime):

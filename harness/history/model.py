@@ -168,8 +168,7 @@ class History:
 
 def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...],
                                      dict[str, str]]:
-    """A run as the gate reads it (`read_gated`, as `harness report` does): readable
-    results, unread cells (id -> why), its plan, and stale cells (id -> what changed).
+    """A run as the gate reads it: results, unread cells, plan, and stale cells.
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape (named with the key).
@@ -210,8 +209,7 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
     """The sweep-kind run directories under `root`, and notes on those left out.
 
     Raises:
-        InputError: `root` is not a directory, is itself a run directory, or holds no
-            run of a sweep's kinds.
+        InputError: `root` is not a directory, is a run directory, or holds no sweep run.
     """
     if not root.is_dir():
         what = "a file" if root.exists() else "no such directory"

@@ -1,7 +1,6 @@
 """New tags of a repository, run through a suite against a baseline tag:
 list tags -> those newer (by `tag_order`) than the baseline and the last one checked ->
 the suite's matrix over [baseline, new...] -> sweep -> reports -> the state moves on.
-
 Tags come from the registry's HTTP API v2 (`tags/list`, bearer-token flow), with
 NGC_API_KEY or Docker config credentials, else anonymous. A bad REPO is an InputError
 (exit 2); an unreachable registry or refused credentials EnvironmentUnavailable (exit 3).
@@ -396,8 +395,7 @@ def suite_name(file: Path) -> str:
 
 
 def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
-    """The suite over the plan's images with the baseline set, validated as any matrix,
-    and its YAML text (kept with the results).
+    """The suite over the plan's images, validated as any matrix, and its YAML text.
 
     Raises:
         SpecError: the suite is wrong; lines refer to `file`.
