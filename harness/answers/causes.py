@@ -1,9 +1,5 @@
-"""`--find-cause`'s answers read back (`days.journey` finds and words
-them): one `cause/<row>.json` per bad row (`Cause`), for the report model and every
-renderer, the summary a user acts on and each step's answer (day, explain, culprit,
-fixed, host). Like explain's and culprit's answers, one keeps the run keys of the cells
-it rests on (`result.model.DerivedFrom`); one whose cells changed since is left out
-and said (`holding`)."""
+"""`--find-cause`'s answers read back: one `cause/<row>.json` per bad row (`Cause`), kept
+with the run keys of its cells so a stale one is left out and said (`holding`)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ def cause_file(root: Path, row: str) -> Path:
 
 @dataclass(frozen=True)
 class Cause:
-    """One bad row's journey: the summary a user acts on, each step in words, the
-    summary's parts as data (results.json), and the cells it rests on."""
+    """One bad row's journey: summary, steps in words, facts, and the cells it rests on."""
 
     row: str
     summary: str
@@ -62,8 +57,7 @@ class Cause:
 
 
 def load_causes(root: Path) -> dict[str, Cause]:
-    """Row -> its journey; a file that cannot be read is left out (the --find-cause run
-    that wrote it is the one to run again)."""
+    """Row -> its journey; an unreadable file is left out."""
     out: dict[str, Cause] = {}
     base = root / CAUSE_DIR
     if not base.is_dir():
@@ -82,10 +76,8 @@ def load_causes(root: Path) -> dict[str, Cause]:
 def holding(found: Mapping[str, Cause], results: Mapping[str, CellResult],
             root: Path | None, planned: Sequence[Planned] = (),
             unreadable: Collection[str] = ()) -> dict[str, Cause]:
-    """Each row's journey while the cells it rests on are the runs it was made from
-    (`DerivedFrom.changed`) and are still the row's first bad and last good (`pairs`: an
-    image added between them moves the first bad); else, in its place, the stale note
-    with the command that finds it again."""
+    """Each row's journey while its cells are unchanged and still the row's pair; else
+    the stale note with the command that finds it again."""
     now = {p.row: (p.cell, p.good) for p in pairs(results, None, planned, unreadable)}
     out: dict[str, Cause] = {}
     for row, cause in found.items():

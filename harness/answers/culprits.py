@@ -1,6 +1,4 @@
-"""What `harness culprit` answered, read back from a results directory: one
-`culprit/<row>/culprit.json` per row it searched (written by `culprit.plan`), for the
-report model and every renderer (the sentence, then each probe in words)."""
+"""What `harness culprit` answered, read back: one `culprit/<row>/culprit.json` per row."""
 
 from __future__ import annotations
 
@@ -44,8 +42,7 @@ def probe_words(probe: dict[str, object]) -> str:
 
 
 def load_culprits(root: Path) -> dict[str, Culprit]:
-    """Row -> what `harness culprit` answered for it; a file that cannot be read is left
-    out (the culprit run that wrote it is the one to run again)."""
+    """Row -> what `harness culprit` answered; an unreadable file is left out."""
     out: dict[str, Culprit] = {}
     for data in culprit_records(root):
         if not isinstance(data, dict):
@@ -63,9 +60,8 @@ def load_culprits(root: Path) -> dict[str, Culprit]:
 
 def holding(found: Mapping[str, Culprit], results: Mapping[str, CellResult],
             root: Path | None) -> dict[str, Culprit]:
-    """Each row's answer while G and B are the runs it was searched between (same run
-    keys, `DerivedFrom.changed`); else, in its place, the stale note with the command
-    that searches them again. An answer written before run keys were kept stands."""
+    """Each row's answer while G and B keep their run keys; else the stale note with the
+    command that searches again. An answer without run keys stands."""
     out: dict[str, Culprit] = {}
     for row, found_row in found.items():
         changed = found_row.derived.changed(results) if found_row.derived else []

@@ -1,7 +1,5 @@
-"""`harness explain`'s answers read back from a finished sweep: the where records the
-attributed runs left (cells/<id>/where.json, `Explanation`, `load_explanations`), and
-those that still rest on the cells they name (`holding`). The runs themselves are a plan
-over the stages: `harness.explain.plan`."""
+"""`harness explain`'s answers read back: cells/<id>/where.json (`Explanation`), and those
+that still rest on their cells (`holding`). The runs are `harness.explain.plan`."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from harness.store.results import where_records
 
 @dataclass(frozen=True)
 class Explanation:
-    """cells/<id>/where.json: what one attributed run showed, and its diff with the
-    paired cell (on the first bad side)."""
+    """cells/<id>/where.json: one attributed run, and its diff with the paired cell."""
 
     cell: str
     role: str                      # "first bad", "last good" or "cell"
@@ -31,12 +28,10 @@ class Explanation:
     notes: tuple[str, ...] = ()
     errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
     record: Mapping[str, JSON] = dataclasses.field(default_factory=dict)
-    # The diff as report.html's table: (what, site, in the bad cell, in the good one),
-    # under the two images' labels (bad, good).
+    # The diff as report.html's table: (what, site, bad, good), under labels (bad, good).
     table: tuple[tuple[str, str, str, str], ...] = ()
     labels: tuple[str, str] = ("", "")
-    # The run keys of the cell and its paired one when explained (None: a where.json
-    # written before they were kept); `holding` checks them against the cells now.
+    # The run keys of the cell and its pair when explained, for `holding` (None: older).
     derived: DerivedFrom | None = None
 
     def to_json(self) -> dict[str, JSON]:
@@ -98,15 +93,9 @@ STALE = "stale: the cells changed since; `harness explain {root}` refreshes it"
 def holding(found: Mapping[str, Explanation], results: Mapping[str, CellResult],
             planned: Sequence[Planned] = (), unreadable: Collection[str] = (),
             root: Path | None = None) -> tuple[dict[str, Explanation], dict[str, str]]:
-    """(the explanations that still rest on the cells they name, row -> a stale note).
-
-    An explanation holds while every cell it rests on has the run key it had when
-    explained (`DerivedFrom.changed`: not run again, not unreadable, not missing) and,
-    for a first bad and its last good, while they are still their row's pair (`pairs`:
-    never across a missing or undecided cell). A row whose first bad is not explained
-    now, where one was before, gets the stale note (`harness explain DIR` explains that
-    pair); an explanation of a cell that is no row's pair now is left out unsaid."""
-    if not found:       # nothing explained: no rows to answer (10,000 cells: seconds)
+    """(the explanations whose cells keep their run keys and, for a first bad, are still
+    the row's pair; row -> a stale note where a first bad lost its explanation)."""
+    if not found:       # nothing explained: skip the costly pairing
         return {}, {}
     now = pairs(results, None, planned, unreadable)
     paired = {(p.cell, p.good) for p in now}

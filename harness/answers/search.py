@@ -1,7 +1,5 @@
-"""First bad version per row (pure): images in matrix order, verdicts in, answer out;
-and which pairs a row's first bad and last good cell make (`pairs`), the cells explain,
-culprit and `--find-cause` take on, and the rows no pair is named for (`unpaired`), from
-the rows' answers, running nothing."""
+"""First bad version per row (pure): verdicts in image order in, answer out; and the
+(first bad, last good) pairs that explain, culprit and `--find-cause` take on (`pairs`)."""
 
 from __future__ import annotations
 
@@ -26,11 +24,9 @@ from harness.result.model import CellResult, Planned, image_places
 
 FRAMEWORKS = ("tensorflow", "nvidia-tensorflow", "torch", "jax", "onnxruntime", "onnx",
               "numpy", "keras", "nvidia-", "scikit-image", "opencv")
-# Installers a venv or an image brings along: never swapped by culprit (`culprit.changes`
-# lists them apart), left out of an issue draft's pins unless asked for.
+# Installers a venv or image brings along: never swapped by culprit, nor pinned in a draft.
 TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
-# Of the env vars the agent records (its own ENV_KEYS), those that name the image's
-# software stack: compared between last good and first bad.
+# The recorded env vars that name the image's software stack: compared between G and B.
 STACK_ENV_KEYS = ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "NVIDIA_TENSORFLOW_VERSION",
             "TENSORFLOW_VERSION")
 
@@ -47,8 +43,7 @@ class RowAnswer:
     sentence: str
     diff: list[tuple[str, str, str]] = field(default_factory=list)  # (what, good, bad)
     scenario_error: str | None = None   # the same error on every image: a scenario bug
-    # Images that could hold the first bad but told nothing (not run, unreadable,
-    # undecided, unavailable): no first bad or last good is named across them.
+    # Images that could hold the first bad but told nothing: nothing is named across them.
     gap: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
@@ -57,11 +52,8 @@ class RowAnswer:
 
 
 def free_of(result: CellResult, fault: str) -> bool:
-    """Whether a cell has shown the absence of a fault (a bad verdict): it is good, or the
-    fault is memory and the cell is undecided about its step time alone (TIME_UNDECIDED:
-    a busy host's rounds that did not settle) with every memory source stable or
-    levelled off (a loaded CI's fixed release read `ambiguous` by its time, its memory
-    flat, and the leak's pair lost its "fixed in")."""
+    """Whether a cell showed `fault` absent: good, or (for memory) undecided by step time
+    alone with every memory source stable, as unsettled time says nothing of memory."""
     if result.verdict in GOOD:
         return True
     return (fault in KINDS and KINDS[fault].attribute == MEMORY
@@ -72,10 +64,8 @@ def free_of(result: CellResult, fault: str) -> bool:
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:
     """(first bad, last good before it, bad cells contiguous?) over (label, verdict) pairs.
 
-    The first bad is the first bad image after a good one: that is
-    where a regression entered. If no bad image follows a good one but some are bad (the
-    first images already are), the first bad image is named with no last good. Cells
-    that are neither good nor bad (ambiguous, not-applicable) are skipped.
+    The first bad after a good one is where a regression entered; with none, the first bad
+    is named alone. Undecided cells are skipped.
     """
     last_good: str | None = None
     first: str | None = None
@@ -99,8 +89,7 @@ def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | Non
 
 
 def gap_before(ordered: Sequence[tuple[str, str]], bad: str | None) -> list[str]:
-    """Images with an unknown verdict between the last good image before `bad` (or the
-    first image) and `bad` (or the end of the row when nothing is bad)."""
+    """Images with an unknown verdict between the last good before `bad` and `bad`."""
     labels = [label for label, _ in ordered]
     end = labels.index(bad) if bad is not None else len(ordered)
     start = 0
@@ -126,7 +115,7 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
     for key in STACK_ENV_KEYS:
         add(key, ga.env.get(key), gb.env.get(key))
     pa, pb = ga.packages, gb.packages
-    # Frameworks first: they are what a reader looks for in a long pip diff.
+    # Frameworks first: what a reader looks for in a long pip diff.
     def frameworks_first(name: str) -> tuple[bool, str]:
         return not name.startswith(FRAMEWORKS), name
 
@@ -138,9 +127,7 @@ def fingerprint_diff(good: CellResult, bad: CellResult) -> list[tuple[str, str, 
 
 
 def scenario_fault(items: Sequence[CellResult]) -> str | None:
-    """The agent's message (the file and the name) when it could not call the scenario
-    as written on one image (`fault: scenario`): one is enough, since no image is to
-    blame for it."""
+    """The agent's message where it could not call the scenario as written (any image)."""
     for r in items:
         if r.end.error is not None and r.end.error.fault == "scenario":
             return r.end.error.message
@@ -148,21 +135,17 @@ def scenario_fault(items: Sequence[CellResult]) -> str | None:
 
 
 def enough_ran(ran: Sequence[CellResult], images: int) -> bool:
-    """Whether `ran` speaks for every image of a row of `images` images: at least two
-    ran, or the row has one image and it ran (a row of one image that crashes is a
-    crash on every image of it, as one of two that crash alike is)."""
+    """Whether `ran` speaks for the whole row: at least two ran, or its one image did."""
     return len(ran) >= min(2, max(images, 1))
 
 
 def same_failure(items: Sequence[CellResult], images: int) -> str | None:
-    """'Type: message' when every image that ran crashed with the same scenario error (at
-    least two images, or the row's one image): the scenario is broken, not the images."""
+    """'Type: message' when every image that ran failed alike: the scenario is broken."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if not enough_ran(ran, images) or any(r.verdict != "crash" for r in ran):
         return None
     if all(r.end.error is None and SELF_EXIT in r.reason for r in ran):
-        # The step ends the process on every image (exit 0, no end record): the
-        # scenario's doing, as a raise on every image is.
+        # The step ends the process on every image: the scenario's doing.
         return f"exit code 0 without an end record: {SELF_EXIT}"
     said = set()
     for r in ran:
@@ -174,8 +157,7 @@ def same_failure(items: Sequence[CellResult], images: int) -> str | None:
 
 
 def leaked_before_timeout(items: Sequence[CellResult]) -> bool:
-    """Whether every image that ran (at least two) was killed at its deadline and some
-    leaked before it (a `leak` whose run ended at the timeout, `analysis.outcomes`)."""
+    """Whether every image that ran (two or more) timed out and some leaked before it."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     timed = [r for r in ran if r.outcome.timed_out]
     return (len(ran) >= 2 and len(timed) == len(ran)
@@ -183,9 +165,7 @@ def leaked_before_timeout(items: Sequence[CellResult]) -> bool:
 
 
 def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
-    """What to change when every image that ran (at least two, or the row's one image)
-    was killed at its deadline: the run is too short for the scenario, on any image, so
-    no image is to blame (a hang on every image is the scenario's too). None otherwise."""
+    """The fix when every image that ran timed out (the run is too short), else None."""
     ran = [r for r in items if r.verdict not in NOT_MEASURED]
     if not enough_ran(ran, images) or any(r.verdict != "timeout" for r in ran):
         return None
@@ -202,10 +182,7 @@ def all_timed_out(items: Sequence[CellResult], images: int) -> str | None:
 
 
 def _length_set(ran: Sequence[CellResult]) -> str:
-    """The key that set the runs' length, as the fix for a timeout names it, with its
-    value: `iterations:` of a fixed run, `budget:` of a budgeted one (early stop's:
-    `max_iterations` set), the default budget said to be one (issue 79 item 6: a budgeted
-    run was told to lower `iterations:` (now 2000), which nothing had set)."""
+    """The key and value that set the runs' length (`iterations:` or `budget:`)."""
     budgeted = [r.settings for r in ran if r.settings.get("max_iterations") is not None]
     if not budgeted:
         calls = sorted({v for r in ran if isinstance(v := r.settings.get("iterations"), int)})
@@ -217,12 +194,8 @@ def _length_set(ran: Sequence[CellResult]) -> str:
 
 def gap_sentence(ordered: Sequence[tuple[str, str]], gap: Sequence[str], bad: str | None,
                  cells: Mapping[str, CellResult]) -> str:
-    """A row's headline where images before its first bad (or the row's end) told nothing:
-    the first bad is the first of them or later. An image nothing was measured on
-    (`NOT_MEASURED`: unavailable) is said to be, with why (its reason's first clause,
-    "uv pip cannot install six==99.0"); where only such images follow the last good one,
-    or the row has no other, no first bad is claimed (issue 79 item 8: "a unavailable:
-    first bad is a or later, if any")."""
+    """A row's headline where images before its first bad told nothing: it is the first
+    of them or later (none claimed where only unavailable images follow the last good)."""
     verdicts = dict(ordered)
     unmeasured = [label for label in gap if verdicts[label] in NOT_MEASURED]
     said = [f"{label} {verdicts[label]}" for label in gap if label not in unmeasured]
@@ -244,15 +217,12 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
     """Group cell results by row, order by image index, name the first bad.
 
     Args:
-        planned: The cells the sweep planned; those without a result are "not run" (or
-            "unreadable", when their id is in `unreadable`; "stale", in `stale`: made
-            from inputs that changed since, `store.gate`) and count as gaps.
+        planned: The cells the sweep planned; those without a result count as gaps.
     """
     rows: dict[str, list[CellResult]] = {}
     for res in results.values():
         rows.setdefault(res.row, []).append(res)
-    # (a results directory resumed before a reused cell's index was rewritten,
-    # `orchestrator`, holds the place its image had in an older matrix)
+    # (a reused cell may carry the index of an older matrix: place by the plan)
     place = image_places(results, planned)
 
     def index(res: CellResult) -> int:
@@ -271,9 +241,7 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
         ordered = [(label, verdict) for _, label, verdict, _ in line]
         leaked = leaked_before_timeout(items)
         if leaked:
-            # Every image ran into its timeout, and some leaked before it: those leaks
-            # are findings about the images; a timeout with no leak before it is
-            # good as far as this run could see.
+            # Leaks before a row-wide timeout are findings; a bare timeout is not.
             ordered = [(label, "ok" if verdict == "timeout" else verdict)
                        for label, verdict in ordered]
         bad, good, contiguous = first_bad(ordered)
@@ -320,12 +288,8 @@ def answer_rows(results: Mapping[str, CellResult], planned: Sequence[Planned] = 
 # ---------------------------------------------------------------- bisect planner
 @dataclass(frozen=True)
 class BisectStep:
-    """What to do next in a bisect over `n` images in order (index 0 = oldest).
-
-    `action` is "probe" (run image `index`), "found" (the first bad is `hi`, the last
-    good `lo`), or "stop" (an endpoint is not as required or stayed undecided; `why`
-    says which). `lo`/`hi` are the known good/bad indices bracketing the first bad.
-    """
+    """The next bisect step over images in order (0 = oldest): "probe" image `index`,
+    "found" (first bad `hi`, last good `lo`), or "stop" (`why`)."""
 
     action: str
     index: int | None
@@ -348,12 +312,8 @@ def decided(verdicts: Sequence[str]) -> str | None:
 def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
     """The next bisect step, from every verdict seen so far (pure; call it in a loop).
 
-    Both endpoints are probed first: image 0 must be good and image n-1 bad. Then the
-    undecided image nearest the middle of the bracket is probed. A probe whose verdicts
-    are all undecided (`ambiguous`) is repeated up to `repeats` more times; after that,
-    or at once for `not-applicable`, it is skipped and its nearest neighbour probed
-    instead, as `git bisect skip` does. A good image seen after a bad one (noise, or a
-    fix then a new break) is ignored for the bracket: the first bad seen wins.
+    Both endpoints first (0 good, n-1 bad), then the bracket's middle; an undecided probe
+    is repeated `repeats` times, then skipped as `git bisect skip` does.
 
     Args:
         n: Number of images, in version order.
@@ -417,18 +377,14 @@ class Pair:
 
 def pairs(results: Mapping[str, CellResult], only: str | None = None,
           planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
-    """The first bad cell of each row with its last good cell (never across a missing or
-    undecided one: `answers.search`; a cell is missing where `planned` has it and
-    `results` lacks it), or the one cell `only` names (paired with its row's last good
-    cell where it is that row's first bad)."""
+    """Each row's (first bad, last good), never across a gap; or only the cell `only`."""
     out: list[Pair] = []
     for row in answer_rows(results, planned, unreadable):
         ids = {label: cid for label, _, cid in row.cells}
         bad = ids.get(row.first_bad) if row.first_bad else None
         good = ids.get(row.last_good) if row.last_good else None
         if bad is not None and good is None:
-            # Bad from the first image: matched with the first good one after it (the
-            # release that fixed it), where there is one (`free_of` its fault).
+            # Bad from the first image: paired with the first image free of its fault.
             fault = results[bad].verdict
             after = [cid for _, _, cid in row.cells
                      if cid in results and free_of(results[cid], fault)]
@@ -444,8 +400,7 @@ def pairs(results: Mapping[str, CellResult], only: str | None = None,
 
 def unpaired(results: Mapping[str, CellResult], planned: Sequence[Planned] = (),
              unreadable: Collection[str] = ()) -> list[str]:
-    """Rows with a bad cell that `pairs` leaves out, with why: a cell not run, unreadable
-    or undecided before it may hold the first bad, so no pair is named across it."""
+    """Rows with a bad cell that `pairs` leaves out (a gap before it), with why."""
     return [f"{row.row}: {row.sentence}; not explained (name a CELL to explain it alone)"
             for row in answer_rows(results, planned, unreadable)
             if row.gap and any(verdict in BAD for _, verdict, _ in row.cells)]

@@ -1,6 +1,5 @@
-"""What `harness compare` does once its arguments are parsed: each side's current cells
-read through the gate, and the sides joined (two directories, the hosts of one `hosts:`
-sweep, or two images); `cli.compare` prints them."""
+"""`harness compare`'s work: read each side's current cells through the gate and join
+them (two directories, the hosts of one sweep, or two images); `cli.compare` prints."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Asked:
-    """What `harness compare` is asked: directory A, directory B (None: A again), the
-    two --image labels or references, the two --host labels (or none)."""
+    """What `harness compare` is asked: A, B (None: A again), --image and --host pairs."""
 
     a: Path
     b: Path | None = None
@@ -35,8 +33,7 @@ class Asked:
 
 
 def missing(asked: Asked) -> None:
-    """Each side named that does not exist, said before anything is read (issue 79 item
-    12: `compare reports/NAME /nonexistent` refused A and said nothing of B).
+    """Refuse every missing side at once, before anything is read.
 
     Raises:
         InputError: naming every missing side, with the fix.
@@ -50,8 +47,7 @@ def missing(asked: Asked) -> None:
 
 
 def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
-    """The `hosts:` labels of a results directory, in the matrix's order (its copy in
-    the directory), else in the order of the cells."""
+    """A directory's `hosts:` labels, in its matrix's order, else the cells'."""
     found: list[str] = []
     for r in sorted(results.values(), key=lambda r: r.id):
         if r.host.label and r.host.label not in found:
@@ -69,8 +65,7 @@ def host_order(path: Path, results: dict[str, CellResult]) -> list[str]:
 
 def split_hosts(path: Path, results: dict[str, CellResult], wanted: Sequence[str]
                 ) -> list[tuple[dict[str, CellResult], dict[str, CellResult], tuple[str, str]]]:
-    """Host against host of one `hosts:` sweep: the two `wanted`, else the matrix's
-    first host (the old one) against each of the others in turn.
+    """Host against host of one sweep: the two `wanted`, else the first against each other.
 
     Raises:
         InputError: fewer than two hosts, or a --host that is not one of them.
@@ -97,12 +92,10 @@ def split_hosts(path: Path, results: dict[str, CellResult], wanted: Sequence[str
 
 
 def results_of(path: Path, flag: str) -> dict[str, CellResult]:
-    """The current cells of a results directory (through the gate, `store.gate`); the
-    others are kept for `gaps_of`.
+    """A results directory's current cells (through the gate); the rest kept for `gaps_of`.
 
     Raises:
-        InputError: not a sweep's results directory (a bisect's: the message names the
-            command that reads it), or one that holds no cell results.
+        InputError: not a sweep's results directory, or one with no cell results.
     """
     require(path, SWEEP_RESULTS, "harness compare", flag)
     found, _ = read_gated(path, as_run=True)
@@ -120,8 +113,7 @@ _READ: dict[Path, Gated] = {}   # what `results_of` read, for `gaps_of`
 
 
 def gaps_of(path: Path, image: str | None = None) -> tuple[dict[str, str], list[str]]:
-    """A directory's planned cells that give no answer (cell id -> unreadable, stale:
-    why, not run), of `image` only where given, and the command that runs them again."""
+    """A directory's cells with no answer (id -> why), of `image` only, and the rerun fix."""
     found = _READ[path]
     ids = [p.id for p in found.plan if image is None or p.image == image]
     gaps = {cid: ("stale: " + found.stale[cid] if found.state(cid) == STALE
@@ -132,8 +124,7 @@ def gaps_of(path: Path, image: str | None = None) -> tuple[dict[str, str], list[
 
 
 def image_label(name: str, results: dict[str, CellResult], where: Path) -> str:
-    """The image label `name` means: a label, or an image's full reference
-    (nvcr.io/nvidia/tensorflow:22.12-tf1-py3).
+    """The image label `name` means: a label, or an image's full reference.
 
     Raises:
         InputError: no image of `results` has that label or reference.
@@ -148,7 +139,7 @@ def image_label(name: str, results: dict[str, CellResult], where: Path) -> str:
     planned = ({p.image for p in found.plan} | {r.image.label for r in found.was.values()}
                if found is not None else set())
     if found is not None and name in planned:
-        # Its cells are there, but none is current: say which and why, not "no such"
+        # Cells there but none current: say why, not "no such"
         gaps, fix = gaps_of(where, name)
         why = "; ".join(f"{cid}: {g}" for cid, g in sorted(gaps.items())) or "no cell"
         raise InputError(f"--image {name}: no current cell of it in {where} ({why})"
@@ -189,13 +180,10 @@ def names(a: Path, b: Path) -> tuple[str, str]:
 
 
 def results_compared(asked: Asked) -> tuple[list[Comparison], str]:
-    """Two images (--image twice), the hosts of one `hosts:` sweep (the first the old
-    one), or two directories, compared; and what they are, for the error of two sides
-    that share no cell.
+    """The comparisons asked for, and what the sides are (for a no-shared-cell error).
 
     Raises:
-        InputError: --image not given twice, an image or host that is not there,
-            --host with two directories.
+        InputError: one --image, an unknown image or host, or --host with two directories.
     """
     a = results_of(asked.a, "A")
     if asked.images:

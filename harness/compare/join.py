@@ -1,17 +1,8 @@
 """Join two result sets and say where they differ: hosts (GPUs), or two images.
-
-Host mode joins two results directories (say a 3090 host and a 4090 host) on
-(image, scenario); each side is named by the GPU its cells recorded, else its `hosts:`
-label, else its results directory; two runs on one machine "differ between runs".
-Image mode joins the cells of one image with those of another, on (GPU, scenario).
-The sentence a reader wants is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-py3".
-
-Fit mode joins two `harness fit` directories: both sides' boundaries, side by side. A
-fit directory (`<out>/<name>/fit-<param>`) holds `fit.json`: per image x (host x) GPU
-x scenario, the largest value that ran and the memory per unit. Two directories (two
-hosts' fits of one matrix), or one fit over a `hosts:` matrix split by host, are joined
-on (image, scenario, GPU); a boundary lower than the other side's by more than one step
-is marked, and makes the exit code 1, as a bad cell does in a verdict comparison.
+Host mode joins two directories on (image, scenario), each side named by its GPU, else
+`hosts:` label, else directory; image mode joins two images on (GPU, scenario). The goal
+is "rfft_loop leaks only on RTX 4090 with 22.12-tf1-py3". Fit mode joins two fit.json
+boundaries on (image, scenario, GPU); B lower by more than one step exits 1.
 """
 
 from __future__ import annotations
@@ -49,8 +40,7 @@ def host_label(res: CellResult) -> str | None:
 
 
 def machine_of(res: CellResult) -> str | None:
-    """Which machine ran a cell: a remote engine's URL, else the machine the harness ran
-    on. Never the container's hostname, which is random per container."""
+    """A remote engine's URL, else the harness's machine; never a container's hostname."""
     url = res.host.url
     if url and not is_local_endpoint(url):
         return url
@@ -74,8 +64,7 @@ def same_machine(a: Mapping[str, Result], b: Mapping[str, Result]) -> bool:
 
 def side_names(a: Mapping[str, Result], b: Mapping[str, Result], fallback: tuple[str, str]
                ) -> tuple[str, str]:
-    """Names for two result sets: GPU model where they differ, else the `hosts:` label,
-    else the results directory (`fallback`)."""
+    """Names for two result sets: GPU model, else `hosts:` label, else `fallback`."""
     def describe(results: Mapping[str, Result]) -> tuple[str | None, str | None]:
         gpus = [" + ".join(gpu_names(r)) for r in results.values() if gpu_names(r)]
         labels = [h for r in results.values() if (h := host_label(r))]
@@ -108,22 +97,19 @@ class Pair:
 
     @property
     def differs(self) -> bool:
-        """The two sides differ in verdict, or in what grew (`grew_apart`); never where
-        a side's is a slowdown one run alone read (`one_run`): not compared."""
+        """The sides differ in verdict or in what grew; never on a `one_run` slowdown."""
         return (self.a is not None and self.b is not None and not self.one_run
                 and (self.a.verdict != self.b.verdict or self.grew_apart))
 
     @property
     def one_run(self) -> list[int]:
-        """The sides (0, 1) whose verdict is a slowdown one run alone read (rule
-        `one-run`): a suspicion a busy host can make, no difference between the sides."""
+        """The sides whose verdict is a one-run slowdown: a suspicion, not a difference."""
         return [i for i, r in enumerate((self.a, self.b))
                 if r is not None and r.rule == ONE_RUN]
 
     @property
     def grew_apart(self) -> bool:
-        """One bad memory verdict on both sides, carried by other memory (the heap on one
-        side, the device on the other): the same word, not the same finding."""
+        """The same bad memory verdict on both sides, carried by different memory."""
         a, b = self.a, self.b
         return (a is not None and b is not None and a.verdict == b.verdict
                 and a.verdict in BAD and kind(a.verdict).figure == "memory"
@@ -132,9 +118,7 @@ class Pair:
 
 
 def key_changes(pairs: Sequence[Pair]) -> str:
-    """What the two runs' cells ran differently (their run keys, `result.runkey`), in
-    words; empty where every pair ran alike (or a side was recorded before keys): only
-    then may a difference be noise."""
+    """What the sides ran differently (by run key); "" where alike: then it may be noise."""
     said: list[str] = []
     for p in pairs:
         if p.a is None or p.b is None or p.a.key is None or p.b.key is None:
@@ -148,8 +132,7 @@ def key_changes(pairs: Sequence[Pair]) -> str:
 
 
 def same_run(p: Pair) -> bool:
-    """Both sides are one cell run (a re-decided copy of it): same run key and the same
-    recorded timings, to the last digit."""
+    """Both sides are one run (a re-decided copy): same run key and identical timings."""
     return (p.a is not None and p.b is not None and p.a.key is not None
             and p.a.key == p.b.key and p.a.timings == p.b.timings)
 
@@ -162,8 +145,7 @@ class Comparison:
     key_names: tuple[str, ...]
     pairs: list[Pair] = field(default_factory=list)
     same_host: bool = False         # hosts mode: two runs on one machine
-    # Each side's cells that give no answer (cell id -> unreadable, stale, not run) and
-    # the commands that run them again: named, and counted in the exit code.
+    # Each side's cells with no answer (id -> why) and the rerun commands.
     gaps: tuple[dict[str, str], dict[str, str]] = field(default_factory=lambda: ({}, {}))
     fixes: list[str] = field(default_factory=list)
 
@@ -188,8 +170,7 @@ class Comparison:
                    for p in self.pairs for r in (p.a, p.b))
 
     def _side(self, p: Pair, side: int) -> str:
-        """A side's cell in words; where it has none, why: the other side's cell id is
-        unreadable, stale or not run here, else this side's run does not have it."""
+        """A side's cell in words, else why it has none."""
         res = p.a if side == 0 else p.b
         if res is not None:
             return cell_text(res)
@@ -255,9 +236,7 @@ class Comparison:
         return f"with {p.key[0]}" if self.mode == "hosts" else f"on {p.key[0]}"
 
     def render(self, out: TextIO, width: int | None = None) -> None:
-        """A table of the joined cells (`*` where they differ), then the sentences; with
-        `width`, the table's longest columns wrap so that no line is wider (one plain
-        line per row without it, for logs and grep)."""
+        """The joined cells' table (`*` where they differ), wrapped to `width`; sentences."""
         body = []
         ratios: list[float] = []
         for p in self.pairs:
@@ -300,9 +279,7 @@ class Comparison:
         out.write("\n" + "\n".join(lines) + "\n")
 
 
-# The table's step ratio is of one run a side, each alone at its own time, the waits
-# for a CPU in it: two runs of identical code read 0.32x-1.62x there beside interleaved
-# rounds' ratios near 1.0 (issue 63). It is said so, never left to read as a change.
+# One run a side, at different times: labelled so it is not read as a change.
 STEP_HEADER = "step B/A (1 run each)"
 
 
@@ -323,10 +300,7 @@ NARROWEST = 8    # a wrapped column is never made narrower
 
 def column_limits(header: list[str], body: list[list[str]], width: int,
                   first: Sequence[int] = ()) -> tuple[list[int | None], list[int]]:
-    """The largest width of each column's cells and of its header so that the table
-    fits in `width` columns: the widest of the `first` columns (the verdicts' words) is
-    narrowed (wrapped) one step at a time, then the widest of all, until the line fits
-    or every column is down to NARROWEST."""
+    """Column widths that fit `width`, narrowing the widest (of `first`, then all)."""
     def widest_line(text: str) -> int:
         return max((len(line) for line in text.splitlines()), default=0)
 
@@ -434,8 +408,7 @@ def per_unit(row: Row, param: str) -> str:
 
 @dataclass(frozen=True)
 class FitComparison:
-    """Two sides' boundaries joined on (image, scenario, GPU): the table's lines, each
-    difference in words, the rows as JSON, and whether B fits less than A anywhere."""
+    """Two sides' boundaries joined on (image, scenario, GPU), for table, words and JSON."""
 
     names: tuple[str, str]
     param: str

@@ -1,6 +1,5 @@
-"""`harness day`'s work: each dated row that went bad after a good day chosen and gated,
-its days searched in day/<row>/ (`search.day_in_run`), and the exit code. `cli.day`
-parses and prints; `--find-cause` reaches the same search through `days.journey`."""
+"""`harness day`'s work: search the days of each dated row that went bad, in day/<row>/;
+`cli.day` parses and prints."""
 
 from __future__ import annotations
 
@@ -25,13 +24,10 @@ if TYPE_CHECKING:
 
 def day_command(root: Path, row: str | None = None, matrix_file: Path | None = None,
                 quiet: bool = False) -> int:
-    """Each dated row's day (only `row`'s) searched in the results directory `root`,
-    against its matrix (`matrix_file`, default the one its plan.json names); the exit
-    code.
+    """Search each dated row's days (only `row`'s) in `root`; the exit code.
 
     Raises:
-        InputError: an unknown row, a directory whose matrix cannot be found, a row whose
-            days cannot be searched.
+        InputError: an unknown row, no matrix found, or a row that cannot be searched.
     """
     found, matrix = read_gated(root, matrix_file)
     undated(root, found)
@@ -52,8 +48,7 @@ def day_command(root: Path, row: str | None = None, matrix_file: Path | None = N
 
 
 def undated(root: Path, found: Gated) -> None:
-    """A directory of no dated image is no input the day search takes (issue 79 item 13:
-    it said "nothing to search" and exited 0).
+    """Refuse a directory with no dated image: there is nothing the day search can take.
 
     Raises:
         InputError: no readable cell of the directory is of an `as_of:` image.
@@ -72,8 +67,7 @@ def dated_pairs(found: Gated, row: str | None) -> list[tuple[str, str]]:
     Raises:
         InputError: an unknown row.
     """
-    # Chosen over every readable cell, stale ones too: a row whose ends are stale is
-    # then said to be stale (`current_pairs`), never "nothing to search".
+    # Stale cells too, so a stale row is said to be stale, not "nothing to search".
     res = {**found.results, **found.was}
     known_rows(res, row)
     return [(p.good, p.cell) for p in pairs(res, None, found.planned, found.unreadable)

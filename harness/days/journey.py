@@ -1,31 +1,15 @@
-"""`harness sweep --find-cause`: the whole journey from a swept matrix to the cause, per
-bad row, as a chain of the plans that exist (never a copy of their loops):
+"""`harness sweep --find-cause`: per bad row, the journey from a swept matrix to the cause,
+chaining the existing plans (never a copy of their loops):
 
-  day      the last good day and the first bad one, for a date axis (`day_of`:
-           `days.search.day_in_run` between two days of one `as_of:` entry; any other row
-           is "not a date axis")
-  explain  `explain.plan`: the call site (its where.json reused while its run keys hold)
-  culprit  `culprit.run.culprit_in_run`, as `harness culprit` searches: the package,
-           proved both ways, between the last good and first bad day the day search
-           found (else G and B), changes that moved together swapped apart
-           (culprit/<row>/culprit.json reused while the run keys of G and B and of the
-           two runs it searched between hold; its hybrids are reused by their own)
-  code     `culprit.changes`: the proved change's code, both releases read from the
-           index, set against explain's sites (the function that changed and holds them)
-  fixed    the first good image after the first bad one, from the sweep's own cells
-  host     for a `hosts:` sweep: the first bad image on each other host (the sweep's cell,
-           else run there, through the GPU precheck), and whether the host or the image
-           changed the verdict
+  day      last good and first bad day, for two days of one `as_of:` entry (`day_of`)
+  explain  the call site (`explain.plan`)
+  culprit  the package, proved both ways (`culprit.run.culprit_in_run`)
+  code     the proved change's code against explain's sites (`culprit.changes`)
+  fixed    the first good image after the first bad one, from the sweep's cells
+  host     on a `hosts:` sweep, the first bad image on each other host: host or image?
 
-Each row's answer goes to `cause/<row>.json` (`answers.causes.Cause`, with the run keys
-of every cell it rests on), which the report model reads back for every renderer.
-
-What each step found (`Journey`) becomes the one summary a user acts on ("went
-bad at image B (last good G): multidict 6.4.4 -> 6.6.3; with multidict 6.4.4: ok; with
-multidict 6.6.3: leak: ...; at multidict_pop.py:17 ...; fixed from image C (multidict
-6.6.4). Workaround: multidict<6.6.3 or >=6.6.4") and its parts as results.json keeps
-them (`facts`): pure, every figure the run's own, read from the results and the answers
-the steps left.
+Each step's answer is reused while its run keys hold; a row's answer goes to
+`cause/<row>.json`, its paragraph (`summary`) using only the run's own figures.
 """
 
 from __future__ import annotations
@@ -65,8 +49,7 @@ IMAGE, HOST, UNTOLD = "the image", "the host", "cannot tell"
 
 @dataclass(frozen=True)
 class DayAnswer:
-    """The date axis's answer for a row: the last good day, the first bad day and the
-    packages whose resolution changed between them, with their upload times."""
+    """A date axis's answer: last good day, first bad day, and the packages that changed."""
 
     last_good: str
     first_bad: str
@@ -156,9 +139,7 @@ def fixed_versions(j: Journey, results: Mapping[str, CellResult]) -> dict[str, s
 
 
 def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
-    """Pins that keep the row good, naming only versions this run measured: the last
-    good one, and the fixed one where a later image fixed it; the releases between the
-    last good and the first bad, which nothing here ran, are said to be untested."""
+    """Pins that keep the row good, naming only versions this run measured."""
     fixed = fixed_versions(j, results)
     # On a date axis the first bad version is the first bad day's, not the sweep's B's.
     first_bad = {name: bad for name, _, bad in j.day.moved} if j.day is not None else {}
@@ -180,8 +161,7 @@ def workaround(j: Journey, results: Mapping[str, CellResult]) -> str | None:
 
 
 def _unproved(culprit: Mapping[str, object]) -> str:
-    """Culprit's answer where it named no package: outside the packages (with what else
-    changed between G and B, as the fingerprints say), or why no set was proved."""
+    """Culprit's answer with no package named: what else changed, or why none was proved."""
     if culprit.get("status") != "outside":
         return f"no package proved the cause ({culprit.get('status')})"
     diff = culprit.get("difference")
@@ -193,8 +173,7 @@ def _unproved(culprit: Mapping[str, object]) -> str:
 
 
 def _only_memory(cell: str, results: Mapping[str, CellResult]) -> str:
-    """", for memory only: it is slower (regression: ...)" where the image that fixed a
-    leak is itself a time finding; else ""."""
+    """", for memory only: it is slower (...)" where the leak's fix is a time finding."""
     res = results.get(cell)
     if res is None or res.verdict in GOOD:
         return ""
@@ -278,10 +257,7 @@ STEPS = ("day", "explain", "culprit", "code", "fixed", "host")
 
 def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
            results: Mapping[str, CellResult], say: Say) -> DayAnswer | None:
-    """For a row whose last good and first bad images are two days of one `as_of:`
-    entry (`NAME@DATE`), the day search's answer between them (`days.search.day_in_run`:
-    its probes kept in `day/<row>/` and reused there while their run keys hold); None
-    for any other row ("not a date axis": the images are the axis)."""
+    """The day search's answer where G and B are days of one `as_of:` entry, else None."""
     if pair.good is None or pair.good not in results or pair.cell not in results:
         return None
     g_cell, b_cell = cells[pair.good], cells[pair.cell]
@@ -296,8 +272,7 @@ def day_of(ctx: Sweep, cells: Mapping[str, Cell], pair: Pair,
 
 @dataclass
 class Progress:
-    """'find-cause ROW [2/5 explain]: ... (about N probes left)': which step the chain is
-    in and the probes (runs) it still expects (`expected`)."""
+    """'find-cause ROW [2/5 explain]: ... (about N probes left)'."""
 
     say: Say
     left: int = 0
@@ -312,12 +287,8 @@ class Progress:
 
 
 def fixed_in(row: RowAnswer) -> tuple[str, str] | None:
-    """The first image after the row's first bad one that answers its question (label,
-    cell id), never named across a cell that told nothing (undecided, not run,
-    unavailable). The question is the first bad's: memory (a leak, out of memory) is
-    answered by an image that no longer leaks, even where it is slower (a time
-    finding, said beside it: `summary`); time (a slowdown, a regression) or a crash
-    only by a good image."""
+    """(label, cell id) of the first later image that answers the first bad's question
+    (no leak for memory, even if slower; good for time or a crash), never across a gap."""
     labels = [label for label, _, _ in row.cells]
     if row.first_bad is None or row.first_bad not in labels:
         return None
@@ -345,9 +316,7 @@ def explained(root: Path, results: Mapping[str, CellResult], pair: Pair
 
 def culprit_answer(root: Path, results: Mapping[str, CellResult], g: Cell, b: Cell,
                    runtime: str) -> Mapping[str, object] | None:
-    """culprit/<row>/culprit.json, while it rests on G and B as they are and was searched
-    between the two runs `harness culprit` would search between now (`ends`: the day
-    search's last good and first bad day, else G and B), as they are."""
+    """culprit/<row>/culprit.json, while G, B and the ends it searched between are current."""
     data = culprit_record(root, b.row)
     if not isinstance(data, dict) or data.get("derived_from") != DerivedFrom.of(
             results, (g.id, b.id)).to_json():
@@ -371,10 +340,7 @@ def other_host_cells(cells: Sequence[Cell], cell: Cell) -> list[Cell]:
 def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellResult],
              todo: Sequence[Pair], step: int = 1,
              runtime: Callable[[Cell], str] = lambda c: "local") -> int:
-    """The probes the chain expects to run: explain's two runs a pair, culprit's delta
-    debugging (about 2 log2(changes) + 2), a run per other host's missing cell; none for
-    an answer that still holds, nor for the first pair's steps before step `step`.
-    `runtime`: the name of the runtime a cell runs on."""
+    """Probes the chain still expects; none for an answer that still holds."""
     n = 0
     for i, pair in enumerate(todo):
         start = step if i == 0 else 1
@@ -395,9 +361,7 @@ def expected(root: Path, cells: Mapping[str, Cell], results: Mapping[str, CellRe
 
 def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellResult],
                 planned: Sequence[Planned], hybrids: Hybrids, say: Say) -> dict[str, Cause]:
-    """Each bad row's journey (`cells`: the matrix's cells as the sweep ran them), its
-    cause/<row>.json written into the sweep's directory; row -> its answer. A row whose
-    first bad is named across a cell that told nothing is left out (`pairs`).
+    """Run each bad row's journey and write its cause/<row>.json; row -> its answer.
 
     Raises:
         InputError: a cell of a pair is not in `cells` (the matrix changed since the sweep).
@@ -422,8 +386,7 @@ def find_causes(ctx: Sweep, cells: Sequence[Cell], results: Mapping[str, CellRes
         for n, (name, step) in enumerate(zip(STEPS, STEP_RUNS, strict=True), 1):
             if ctx.cancel.is_set():
                 return out
-            # Counted again before each step: a finished step's answer holds, so it
-            # counts nothing, and an estimate (culprit's) is not carried past its step.
+            # Recounted per step so a finished step's estimate is not carried on.
             progress.left = expected(root, by_id, results, todo[i:], n,
                                      lambda c: ctx.runtime_for(c).name)
             step(ctx, by_id, journey, results, hybrids, progress.step(pair.row, n, name))
@@ -494,7 +457,7 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
         try:
             j.culprit = run_culprit(ctx, g, b, results, hybrids, said)
         except EnvironmentUnavailable as exc:
-            # No hybrid can be had here (an engine that builds none): the chain goes on.
+            # No hybrids on this engine: the chain goes on.
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             said(f"not searched: {why}", 0)
             j.steps.append(f"culprit: not searched: {why}")
@@ -504,10 +467,7 @@ def step_culprit(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
 
 def run_culprit(ctx: Sweep, g: Cell, b: Cell, results: Mapping[str, CellResult],
                 hybrids: Hybrids, said: Said) -> Mapping[str, object]:
-    """`harness culprit`'s search for the row (`culprit.run.culprit_in_run`: the
-    same ends, the day search's days where it found them, the same delta debugging and
-    hybrids) into culprit/<row>/ of the sweep's directory, its answer written as
-    `harness culprit` writes it (culprit.json, with the run keys)."""
+    """`harness culprit`'s search for the row, into culprit/<row>/ of the sweep."""
     on = RunsOn(ctx.matrix, ctx.runtime, ctx.progress, ctx.runtimes)
     _, data = culprit_in_run(ctx.store.root, on, g, b, results,
                              lambda s: said(s, int(s.startswith("probe "))), hybrids(g, b))
@@ -554,9 +514,7 @@ def step_host(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
 
 
 def on_host(ctx: Sweep, cell: Cell, row: str) -> tuple[CellResult, str]:
-    """The cell run within itself (its precheck first: an image that does not support the
-    host's GPU is not-applicable, never run) into cause/<row>/ of the sweep's directory;
-    a result there made by the same run (its run key) is reused."""
+    """Run the cell (GPU precheck first) into cause/<row>/, reusing a current result."""
     store = RunStore(ctx.store.root / CAUSE_DIR / row)
     store.lock()
     try:

@@ -1,19 +1,7 @@
-"""The day a dated row went bad: between its last good day G and first bad day B.
-
-A row over `as_of:` days (`NAME@DAY` images) whose first bad day follows a good one
-went bad on some day between. `search_days` halves the days between G and B, but a
-day is only *run* when it resolves to pins no run has seen: a day whose requirements
-resolve as G's did is good, as B's did is bad, without a cell. So the cost is about
-log2(days) resolutions (each cached forever, `runtimes.resolver`) and one cell per
-distinct resolution the halving lands on, rather than a cell per day.
-
-The search is pure over two callbacks (`resolve`: day -> pins; `probe`: a day and its
-pins -> good, bad or untestable), so a fake resolution history tests it with no index
-and no runs. `day_of_row` wires it to a sweep: each probe is the row's cell on the
-image `NAME@DAY`, run through the sweep's stages and compared with G
-(`culprit.plan.SweepRunner`, as culprit's hybrids are), kept in `day/<row>/` of the
-results directory; `harness day DIR [ROW]` is its command and `harness sweep
---find-cause` calls `day_of_row` for a dated row.
+"""The day a dated row went bad, between its last good day G and first bad day B.
+`search_days` halves the `as_of:` days but runs a day only when its pins are new (G's
+pins are good, B's bad): one cell per distinct resolution, not per day. It is pure over
+`resolve` and `probe`; `day_of_row` wires it to a sweep (probes in `day/<row>/`).
 """
 
 from __future__ import annotations
@@ -53,9 +41,7 @@ Yanked = Callable[[str], "Mapping[str, str]"]
 
 
 class DayLine(str):
-    """A line the day search says, with how many probes (runs) it took: 1 where the
-    line's day was run, 0 where it was known without a run (a caller counting the
-    runs left reads `probed`, never the words)."""
+    """A line the day search says; `probed` is 1 where its day was run, else 0."""
 
     probed: int = 0
 
@@ -74,8 +60,7 @@ class Change:
     good: str | None        # None: not installed that day
     bad: str | None
     uploaded: str | None = None   # when the first bad day's file reached the index
-    # (version, reason) of each yanked release the change lands on or passes over: a
-    # resolver skips one for a range, so a day it was current resolves past it
+    # (version, reason) of each yanked release the change lands on or passes over
     yanked: tuple[tuple[str, str], ...] = ()
 
     def words(self) -> str:
@@ -108,10 +93,7 @@ class DayOutcome:
     reused: int = 0         # of those, results an earlier search left that still hold
     untestable: str | None = None   # the day whose run decided nothing, if it stopped
     steps: list[str] = field(default_factory=list)
-    # The days whose runs stand for the last good and first bad day's environments (the
-    # same day, or an earlier one that resolved to the same pins), and those runs' cell
-    # ids (`day_of_row`: G's or B's sweep cell, else a probe in day/<row>/): what
-    # culprit searches between (`culprit.run.ends`).
+    # The runs (day, cell id) standing for G's and B's environments, for culprit's `ends`.
     good_run: str = ""
     bad_run: str = ""
     good_cell: str | None = None
@@ -161,8 +143,7 @@ def pin_map(pins: Pins) -> dict[str, str]:
 
 
 def release_key(version: str) -> tuple[int, ...] | None:
-    """A final release's number as integers (`6.5.0.post1` -> (6, 5, 0)), for order
-    between two pins; None for a pre-release, a dev release or what does not parse."""
+    """`6.5.0.post1` -> (6, 5, 0), to order pins; None for a pre/dev release or junk."""
     public = version.split("+", 1)[0].lower()
     found = re.fullmatch(r"v?(\d+(?:\.\d+)*)((?:[-_.]?post\d*)?)", public)
     if found is None:
@@ -175,8 +156,7 @@ def release_key(version: str) -> tuple[int, ...] | None:
 
 def passed_over(good: str | None, bad: str | None, yanked: Mapping[str, str]
                 ) -> tuple[tuple[str, str], ...]:
-    """The yanked releases a change from `good` to `bad` lands on or passes over: either
-    end itself, and each final release between them (in release order)."""
+    """The yanked releases a change from `good` to `bad` lands on or passes over."""
     ends = [k for k in (release_key(good or ""), release_key(bad or "")) if k is not None]
     lo, hi = (min(ends), max(ends)) if len(ends) == 2 else (None, None)
     out = []
@@ -190,9 +170,7 @@ def passed_over(good: str | None, bad: str | None, yanked: Mapping[str, str]
 
 def changes(good: Pins, bad: Pins, uploaded: Uploaded | None = None,
             yanked: Yanked | None = None) -> list[Change]:
-    """Every package whose pin moved, came or went, by name; with the bad side's upload
-    time where `uploaded` can say it, and the yanked releases it lands on or passes over
-    where `yanked` can say them."""
+    """Every package whose pin moved, came or went, with upload time and yanked releases."""
     g, b = pin_map(good), pin_map(bad)
     out = []
     for name in sorted(set(g) | set(b)):
@@ -215,12 +193,10 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
     """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
 
     Args:
-        resolve: A day's pins (the requirement list as of its 00:00 UTC).
-        probe: Runs a day's pins and says PROBE_GOOD, PROBE_BAD or anything else
-            (untestable: the search stops there and says so).
-        uploaded: (package, version) -> when that version reached the index, or None.
-        yanked: package -> {version: reason} of its yanked releases: a change that
-            lands on or passes over one says "X.Y.Z (yanked: reason)".
+        resolve: A day's pins (as of its 00:00 UTC).
+        probe: Runs a day's pins: PROBE_GOOD, PROBE_BAD, or else untestable (stops).
+        uploaded: (package, version) -> when it reached the index, or None.
+        yanked: package -> {version: reason} of its yanked releases.
 
     Raises:
         ValueError: `bad_day` not after `good_day`.
@@ -289,18 +265,14 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
                bad: CellResult, say: Say, g_series: Series | None = None,
                uploaded: Uploaded | None = None, yanked: Yanked | None = None
                ) -> DayOutcome:
-    """Search the days between a dated row's last good day G and first bad day B.
-
-    Probes run through `sweep` (its store is where they are kept: `day/<row>/` of the
-    results directory in `harness day`) and are compared with G, as a sweep compares a
-    cell with its row's baseline; a probe run before with the same run key is reused.
+    """Search the days between G and B, probing through `sweep`; current probes reused.
 
     Args:
         sweep: A Sweep over the local runtime, its store the probes' directory.
         g_cell, good: G's cell and result; b_cell, bad: B's.
-        g_series: G's samples (the comparison reads them), if not in sweep's store.
-        uploaded: (package, version) -> its upload time (`runtimes.resolver.upload_time`).
-        yanked: package -> its yanked releases (`runtimes.resolver.yanked_releases`).
+        g_series: G's samples, if not in sweep's store.
+        uploaded: (package, version) -> its upload time.
+        yanked: package -> its yanked releases.
 
     Raises:
         ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
@@ -336,21 +308,16 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
 def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
                good: CellResult, b_cell: Cell, bad: CellResult, say: Say,
                progress: Say) -> DayOutcome:
-    """`day_of_row` for a sweep's results directory `root`: the probes kept in
-    `root/day/<row>/` (reused there by a later search while their run key holds), the
-    answer written to `root/day/<row>/day.json`, upload times and yanked releases asked
-    of the index.
+    """`day_of_row` for results directory `root`: probes and day.json in `root/day/<row>/`.
 
     Args:
-        matrix: The sweep's matrix (its cells' scenarios and settings).
-        runtime: A started local runtime (`Engines.for_matrix(...).default`).
-        g_cell, good: The row's last good day, its cell and result; b_cell, bad: the
-            first bad day's.
-        say: The search's lines (one per step); progress: the sweep's progress lines.
+        matrix: The sweep's matrix.
+        runtime: A started local runtime.
+        g_cell, good: The last good day's cell and result; b_cell, bad: the first bad's.
+        say: The search's lines; progress: the sweep's progress lines.
 
     Raises:
-        ValueError: G and B are not two days of one `as_of:` entry, B not after G, or
-            `runtime` is not the local one.
+        ValueError: as `day_of_row`, or `runtime` is not the local one.
         resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
         StoreError: `root/day/<row>/` is locked by another search.
     """
@@ -361,7 +328,7 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
         sweep = Sweep(matrix, runtime, store, progress)
         out = day_of_row(sweep, g_cell, good, b_cell, bad, say, SeriesCache(root)(g_cell.id),
                          upload_time, yanked_releases)
-        # The sweep's G and B it was searched between, by run key (`ends` reads it back).
+        # G and B by run key (`ends` reads it back).
         data = {**out.to_dict(), "derived_from": DerivedFrom.of(
             {good.id: good, bad.id: bad}, (good.id, bad.id)).to_json()}
         atomic_write_text(store.root / DAY_FILE, json.dumps(data, indent=1) + "\n")

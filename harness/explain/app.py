@@ -1,7 +1,5 @@
-"""`harness explain`'s work: the pairs to explain chosen and gated, their cells run
-again with attribution (`plan.explain_matrix`), where.json written beside them and the
-run's reports rewritten with them; the report model and the exit code come back for
-`cli.explain` to print. `--explain` reaches the same plan through `sweeping.after`."""
+"""`harness explain`'s work: choose and gate the pairs, run them with attribution, and
+rewrite the run's reports; `cli.explain` prints the model and exit code."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Explained:
-    """What `explain_command` did: its exit code and, where cells ran, the report model
-    with their where records and the cells explained, for the words or the JSON."""
+    """What `explain_command` did: exit code, report model and the cells explained."""
 
     code: int
     report: Report | None = None
@@ -52,8 +49,7 @@ class Explained:
 def explain_command(root: Path, cell: str | None = None, matrix_file: Path | None = None,
                     runtime: str | None = None, docker_host: str | None = None,
                     quiet: bool = False) -> Explained:
-    """Each row's first bad cell (only `cell`) against its last good one, explained in
-    the results directory `root`.
+    """Explain each row's first bad cell (only `cell`) against its last good, in `root`.
 
     Raises:
         InputError: see `chosen`; a directory whose matrix cannot be found.
@@ -65,8 +61,7 @@ def explain_command(root: Path, cell: str | None = None, matrix_file: Path | Non
     if cell is None and not todo and hidden_bad(readable, found):
         return Explained(EXIT_UNDECIDED)
     if not todo and (found.unreadable or found.missing):
-        # A cell it could not read may be the bad one: never "no row has a bad cell"
-        # (report exits 4 on the same directory)
+        # An unread cell may be the bad one: never "no row has a bad cell"
         for cid, why in sorted(found.gaps.items()):
             if cid in found.unreadable or cid in found.missing:
                 print(f"harness: {cid}: {why or 'not run'}", file=sys.stderr)
@@ -92,8 +87,7 @@ def explain_command(root: Path, cell: str | None = None, matrix_file: Path | Non
 def chosen(results: dict[str, CellResult], cell: str | None,
            planned: Sequence[Planned] = (), unreadable: Collection[str] = ()) -> list[Pair]:
     if cell is not None and cell in unreadable:
-        # Never explained: its result cannot be read, so what would be explained is not
-        # what the sweep decided (issue 35 item 1).
+        # Unreadable: what would be explained is not what the sweep decided.
         raise InputError(f"cell {cell!r} is unreadable here (its result.json is damaged "
                          "or cut short), so it is not explained; `harness report DIR` "
                          "names it and the command that runs it again")
@@ -107,9 +101,8 @@ def chosen(results: dict[str, CellResult], cell: str | None,
 
 def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
             engines: Engines, where: Path, found: Gated | None = None) -> list[Pair]:
-    """The pairs whose cells the matrix still runs the way the sweep did (their keys
-    match): explaining a verdict of another run would name the wrong lines. Each pair
-    left out is said, with why and the fix."""
+    """The pairs whose run keys still match, so the lines named are the verdict's; each
+    pair left out is said, with why and the fix."""
     cells = {c.id: c for c in matrix.cells}
     runtimes = engines.by_host or {}
     keep = []
@@ -132,9 +125,8 @@ def current(todo: list[Pair], results: dict[str, CellResult], matrix: Matrix,
 
 
 def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:
-    """Whether a row has a bad cell behind one that is unreadable, stale or not run (so
-    no pair is named): each said, with the command that runs them again. Such a row is
-    never "no bad cell"."""
+    """Whether a row's bad cell is hidden behind an unread, stale or missing one (each
+    said, with the rerun command), so it is never "no bad cell"."""
     hidden = unpaired(readable, found.planned, found.unreadable)
     for line in hidden:
         print(f"harness: {line}", file=sys.stderr)
@@ -146,10 +138,8 @@ def hidden_bad(readable: dict[str, CellResult], found: Gated) -> bool:
 
 def explain_pairs(root: Path, found: Gated, matrix: Matrix, engines: Engines,
                   todo: list[Pair], quiet: bool) -> tuple[Report, bool]:
-    """The pairs' cells run again with attribution, their where.json written beside
-    them, and the run's reports rewritten with them (unless cells are missing: a partial
-    report never replaces a whole one): the report model, and whether any attributed
-    run left a where record."""
+    """Run the pairs with attribution and rewrite the reports (not if partial): the
+    report model, and whether any run left a where record."""
     wanted = {cid for p in todo for cid in (p.cell, p.good) if cid}
     engines.start([c for c in matrix.cells if c.id in wanted])
     with interruptible():

@@ -1,12 +1,7 @@
-"""`harness explain`: where the first bad cell of a row leaks or slows, against its last
-good cell. A plan over the sweep's stages: each of the two cells is run again through
-the run service (`stages.context.Runner`) with the agent's `--attribute` (the kinds its
-verdict calls for: `kinds_for`), into `explain/<cell>/` of the results directory
-(`EXPLAIN_DIR`); the where records are ranked and matched (`analysis.where`) and written
-to `cells/<cell>/where.json`, which the answers read (`answers.explained`). Which pairs a
-row's first bad and last good cell make is `answers.search`. The sweep's verdicts are
-never taken from these runs: attribution slows a run (tracemalloc by 20-120x on
-allocation-heavy steps, benchmarks/attribution_overhead.py).
+"""`harness explain`: where a row's first bad cell leaks or slows, against its last good.
+Both cells run again with the agent's `--attribute` into `explain/<cell>/`; the where
+records are ranked and matched (`analysis.where`) and written to `cells/<cell>/where.json`.
+The sweep's verdicts never come from these runs: attribution slows a run many times over.
 """
 
 from __future__ import annotations
@@ -43,11 +38,8 @@ EXPLAIN_DIR = "explain"
 
 
 def kinds_for(result: CellResult) -> tuple[str, ...]:
-    """The agent's --attribute kinds for the cell's verdict (`Kind.attribute`), but the
-    memory kinds of a verdict about time whose memory is not bad (no peak above the
-    baseline's): a site is named for the quantity that is bad. A regression of step time
-    alone was attributed with tracemalloc too, which named "heap: +0.2 KiB/call" where
-    the sweep read 0.25 B/call (issue 63), and made the step 150x slower for its stacks."""
+    """The --attribute kinds for the cell's verdict; no memory kinds for a time verdict
+    whose memory is not bad (tracemalloc would slow it for nothing)."""
     kinds = kind(result.verdict).attribute
     if result.verdict in TIMED and not larger(result):
         return tuple(k for k in kinds if k not in MEMORY)
@@ -60,37 +52,28 @@ def larger(result: CellResult) -> bool:
     return vs is not None and vs.peak_rss is not None and vs.peak_rss.direction == "higher"
 
 
-# memray's native stacks: asked for in a second run, only where Python's allocator saw
-# less of the heap's growth than NATIVE_SHARE (resolving the native stacks of a process
-# as large as PyTorch's took over two minutes on an H100 machine).
+# memray's native stacks: a second run, only where Python's allocator saw less of the
+# heap's growth than NATIVE_SHARE (resolving native stacks of a large process is slow).
 NATIVE = ("native",)
 NATIVE_SHARE = 0.9
 MEMRAY = "memray>=1.10"
-# tracemalloc makes an allocating step 20-120x slower: memory is attributed over fewer
-# calls (bytes per call need no long run), time over the cell's own length.
+# tracemalloc slows an allocating step many times: memory is attributed over fewer calls
+# (bytes per call need no long run), time over the cell's own length.
 MEMORY_CALLS = 300
 TIMEOUT_FACTOR = 4
 DEADLINE_FACTOR = 10
-TRACEMALLOC_SLOWER = 150.0   # worst seen: 122x on a pure-Python step (attribution_overhead)
-# Where time is attributed, the run is a time budget, as a sweep's is (its windows then
-# in time or in its least calls, the later: harness/agent/attribution.py): a fixed 300
-# calls of an 18 µs step gave the stack sampler (200 a second) one or two samples. At
-# least the default budget, the cell's own where longer, and the calls a fixed run
-# would make (their time as the deadline allows, as before); the warm-up ends with its
-# budget. ATTRIBUTE_CAP budgets of the deadline for a step slowed past the sweep's pace.
+TRACEMALLOC_SLOWER = 150.0   # tracemalloc's worst slowdown, with headroom
+# Time is attributed over a time budget (a few calls of a fast step give the sampler too
+# few samples); ATTRIBUTE_CAP budgets of deadline for a step slowed past the sweep's pace.
 ATTRIBUTE_CAP = 10.0
-# A cell the agent's safety stop ended (rule `runaway`) is attributed in the calls that
-# grow it to at most this share of the stop's limit (tracemalloc's traces and the
-# framework's own memory on top): run as long as the sweep's run, the stop ended the
-# attributed run too, before it measured a call (issue 79 item 9).
+# A cell the safety stop ended is attributed over the calls that grow it to this share of
+# the stop's limit, so the stop does not end the attributed run too.
 STOP_ROOM = 0.5
 
 
 def stop_room(res: CellResult) -> tuple[int, str] | None:
-    """The most calls, its warm-up's included, an attributed run of a cell the safety
-    stop ended makes (its memory then grows STOP_ROOM of the stop's limit past its first
-    call, at the sweep's run's pace), and why in words; None where the stop did not end
-    it, or said no call to measure the pace by (a call it killed)."""
+    """(most calls, why) keeping a cell the safety stop ended within STOP_ROOM of its
+    limit at the sweep's pace; None where the stop did not end it or gave no pace."""
     stop = res.end.memory_stop or {}
     grew, limit, call = (stop.get(k) for k in ("grew", "limit", "call"))
     if res.facts is None or not res.facts.runaway or not isinstance(grew, int | float) \
@@ -106,18 +89,11 @@ def stop_room(res: CellResult) -> tuple[int, str] | None:
 
 def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
                made: int | None = None, room: int | None = None) -> Cell:
-    """The cell as an attribution run, with no early stop and no re-runs: where time is
-    attributed (`stack`, `ops`), for a time budget (at least `DEFAULT_BUDGET_S`, the
-    cell's own where longer) and at least the calls a fixed run would make (up to
-    MEMORY_CALLS); else a fixed length, the calls the sweep's run made (`made`; a
-    budgeted cell's `max_iterations` is only its cap), fewer where tracemalloc slows it.
-    Its deadline is the cell's, longer under tracemalloc, but never more than
-    DEADLINE_FACTOR times (TRACEMALLOC_SLOWER under tracemalloc) what the sweep's run
-    took per call (`took_s` for the `made` calls) for its calls, plus, for a budget, the
-    sweep's run and 1 + ATTRIBUTE_CAP budgets, and a minute: a part that hangs (a native
-    symbol table) ends the run, not the session. A fixed-length run (memory alone) takes
-    one reading a phase, its last. `room` (`stop_room`): the most calls in all, its
-    warm-up's half of them at most, where the safety stop ended the sweep's run."""
+    """The cell as an attribution run, with no early stop and no re-runs.
+
+    Time kinds run on a time budget; memory alone runs the sweep's `made` calls (fewer
+    under tracemalloc). The deadline is capped by the sweep's pace (`took_s`), so a hanging
+    part ends the run, not the session; `room` caps calls after a safety stop."""
     s = cell.settings
     ran = made or s.agent_iterations
     calls = ran
@@ -141,8 +117,8 @@ def attributed(cell: Cell, kinds: Sequence[str], took_s: float | None = None,
     else:
         if took_s:
             timeout = min(timeout, slower * per_call * calls + 60.0)
-        # Read once a phase: only its where record is read, which no reading feeds, and
-        # under tracemalloc each reading's allocations are traced (~30 ms each).
+        # One reading a phase: only the where record is used, and readings cost under
+        # tracemalloc.
         short = dataclasses.replace(s, iterations=calls, max_iterations=None, repeats=0,
                                     timeout=timeout, sample_every=max(calls, s.warmup, 1))
     return cell.with_settings(short)
@@ -169,18 +145,14 @@ def source_of(cell: Cell) -> Callable[[str, int], str | None]:
 
 
 class AttributionFailed(Exception):
-    """The attributed run gave no where record (it crashed, or the image's agent is old);
-    `timed_out`: its deadline ended it."""
+    """The attributed run gave no where record; `timed_out`: its deadline ended it."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
         super().__init__(message)
         self.timed_out = timed_out
 
 
-# An attributed run that finished, kept beside its samples with the run key it was made
-# under: a resumed explain (`--find-cause --resume`) reuses it while the key holds, as
-# the sweep's cells are (issue 87: a Ctrl-C between a pair's two attributed runs ran the
-# finished one again).
+# A finished attributed run, kept with its run key so a resumed explain reuses it.
 KEPT_RUN = "attributed.json"
 
 
@@ -205,8 +177,7 @@ def _kept(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
 
 def run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                    ) -> tuple[Where, dict[str, JSON]]:
-    """Run the cell once with `--attribute KINDS` and parse its where record; a run kept
-    in `outdir` under the same run key is read instead (`KEPT_RUN`)."""
+    """Run the cell with `--attribute KINDS` and parse its where record (or reuse a kept one)."""
     key, kept = _kept(ctx, cell, kinds, outdir)
     if kept is not None:
         ctx.progress(f"explain {cell.id}: its attributed run in {outdir.name} holds (same "
@@ -229,8 +200,7 @@ def _run_attributed(ctx: Context, cell: Cell, kinds: Sequence[str], outdir: Path
                                 f"see {outdir / 'agent.log'})", ran.ended.timed_out)
     w = parse_where(record)
     if ran.ended.timed_out:
-        # The agent saw its run stop before the late window ended; only the host knows
-        # why: the attributed run's deadline.
+        # Only the host knows why the run stopped early: its deadline.
         said = f" (its deadline of {cell.settings.timeout:.0f} s ended the run)"
         w = dataclasses.replace(w, errors={
             k: v + said if "the run stopped at step" in v else v for k, v in w.errors.items()})
@@ -253,10 +223,9 @@ def _made(res: CellResult) -> int | None:
 
 def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], outdir: Path,
               native: bool | None = None) -> tuple[Where, dict[str, JSON]] | None:
-    """One cell's attributed run (None: it failed, said); a run that crashes under
-    tracemalloc runs again without it; memray's native stacks are taken in a second run
-    where Python's allocator saw too little of the heap's growth (`native` None: decide
-    from this cell; True/False: as its pair's bad cell did)."""
+    """One cell's attributed run (None: it failed, said). A crash under tracemalloc runs
+    again without it; memray's native stacks come from a second run where needed
+    (`native` None: decide from this cell; else as its pair's bad cell did)."""
     room, why = stop_room(res) or (None, "")
     run_as = attributed(cell, kinds, _took(res), _made(res), room)
     ctx.progress(f"explain {cell.id}: running with --attribute {','.join(kinds)} "
@@ -268,8 +237,7 @@ def attribute(ctx: Context, cell: Cell, res: CellResult, kinds: Sequence[str], o
         rest = tuple(k for k in kinds if k != "heap")
         if len(rest) == len(kinds) or not rest or ctx.cancel.is_set():
             return None
-        # tracemalloc is what most often breaks a framework (a segfault in TF 2.21's
-        # tf.data threads) or runs past the deadline: once more without it, and say so.
+        # tracemalloc most often breaks a framework or the deadline: retry without it.
         ctx.progress(f"explain {cell.id}: running again without heap "
                      f"(--attribute {','.join(rest)})")
         try:
@@ -295,14 +263,9 @@ def needs_native(res: CellResult, w: Where) -> bool:
 
 
 def with_memray(ctx: Context, cell: Cell, pins: str = "") -> Cell:
-    """A local-runtime venv (`pip:`) gets memray beside its pins for the native run (a
-    venv of its own, cached like any other); any other image runs as it is, and says so
-    when it has no memray.
-
-    A dated image (`as_of:`) keeps the exact pins its day resolved to (`pins`, the
-    cell's `pins` label) and gets memray beside them, so the native run measures the
-    packages the cell ran (resolving the list again with memray, as of the day, could
-    move them, or fail before memray existed); without its pins it runs as it is."""
+    """A local venv (`pip:`) gets memray beside its pins for the native run; any other
+    image runs as it is. A dated image keeps its day's exact `pins`, since resolving
+    again with memray could move them."""
     image = cell.image
     if not abilities(ctx.runtime_for(cell).name).adds_tools or not image.pip or any(
             p.split("=")[0].split("<")[0].split(">")[0].strip().lower() == "memray"
@@ -342,8 +305,7 @@ PART_SOURCES = {"heap": "heap", "workers": WORKERS, "native": "heap", "device": 
 
 
 def floors(res: CellResult) -> dict[str, float]:
-    """Part -> the smallest steady leak (bytes/call) the sweep's run of the cell could
-    have missed in the part's source (`MemoryTrend.missed`), where it was measured."""
+    """Part -> the smallest steady leak (bytes/call) the sweep's run could have missed."""
     out: dict[str, float] = {}
     for part, source in PART_SOURCES.items():
         trend = res.memory.get(source)
@@ -355,8 +317,8 @@ def floors(res: CellResult) -> dict[str, float]:
 
 def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str, Cell],
             todo: Sequence[Pair], root: Path) -> dict[str, Explanation]:
-    """Run each pair's cells with attribution and write their where.json; returns them
-    by cell id. A pair whose run fails is said and skipped; the others go on."""
+    """Attribute each pair's cells and write their where.json; cell id -> explanation.
+    A failed pair is said and skipped."""
     out: dict[str, Explanation] = {}
     # The attributed runs' folder, marked as what it is: read through the sweep's report.
     ctx.store.write(f"{EXPLAIN_DIR}/{PLAN_FILE}",
@@ -390,8 +352,7 @@ def explain(ctx: Context, results: Mapping[str, CellResult], cells: Mapping[str,
             said = notes(w, heap.slope if heap is not None else None)
             is_bad = cid == pair.cell
             good_label = results[pair.good].image.label if pair.good else ""
-            # a regression whose steps did not rise within its run is slower between
-            # runs only: said in shares of each run; one that rose, late against early
+            # a regression that did not rise within its run is compared in shares
             between = bad_res.verdict == "regression" and not (
                 bad_res.steps is not None and bad_res.steps.slowdown)
             found = (changes(good_where, w, scenario, source, floors=floors(res),

@@ -1,12 +1,6 @@
-"""`harness fit`'s work: the param and range, each row's largest value that runs probed
-in the fit's own directory (`plan.fit_row`), fit.md, fit.json and fit.html written, and
-the exit code; `cli.fit` parses and prints the answer (`FitReport`).
-
-The answers: one model (`FitReport.from_rows`) read by every renderer (fit.json, fit.md,
-fit.html and the console text): a table per scenario (largest value that fits per image
-x (host x) GPU), the first image whose boundary is lower than the one before it, and per
-row the memory per unit, the predicted boundary checked against the one found, and the
-framework's allocation report at the first failure.
+"""`harness fit`'s work: each row's largest value that runs, probed in the fit's own
+directory, and fit.md / fit.json / fit.html written from one model (`FitReport`), so every
+renderer says the same; `cli.fit` parses and prints.
 """
 
 from __future__ import annotations
@@ -77,8 +71,7 @@ class FitAsked:
 
 
 def fit_command(asked: FitAsked) -> tuple[int, FitReport, Path]:
-    """Each selected row's largest value that runs, its files written in the fit's
-    directory: the exit code, the answer and that directory (<out>/<name>/fit-<param>).
+    """Fit each selected row and write the files: (exit code, answer, directory).
 
     Raises:
         InputError: nothing to fit, a malformed --param, a scenario that does not compile.
@@ -125,8 +118,7 @@ def target_of(matrix: Matrix, given: str | None) -> Target:
 
 def fit_rows(asked: FitAsked, matrix: Matrix, cells: list[Cell], target: Target
              ) -> tuple[list[FitRow], RunStore]:
-    """Each row's largest value that runs, probed in the fit's own directory
-    (<out>/<name>/fit-<param>: the next fit of this matrix and param reuses its probes)."""
+    """Each row's answer, probed in <out>/<name>/fit-<param> so a later fit reuses them."""
     hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, asked.runtime or matrix.runtime, asked.docker_host)
     engines.start(cells)

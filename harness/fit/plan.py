@@ -1,33 +1,10 @@
-"""How much fits: drive `plan_fit` over one row (image x GPU x scenario), probe by probe;
-the next probe, and the memory per unit of the param (both pure).
+"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell
+runs, and the memory per unit of that param.
 
-Each probe is a normal cell, the row's cell with the param set to one value (id
-`<cell id>.<param><value>`), run through an injected runner (in the CLI,
-`Sweep.run_cell`; in tests, a FakeRuntime sweep), so an out-of-memory, a crash or a
-timeout is decided as in any sweep. Probes already on disk are reused and cost nothing,
-when the same run made them (their key, `harness.result.runkey`, matches).
-The fitting probes' memory peaks give the memory-per-unit lines (`fit_sources`),
-and, once two values fit and the limit is known, the predicted boundary the planner may
-jump to.
-
-The next probe: doubling, a memory-predicted jump, or bisection. A row's answer is the
-largest value of an integer param in [lo, hi] whose cell runs:
-`lo - 1` when even `lo` does not, `hi` when the whole range does. Fitting is taken to be
-monotonic (a value that fits means every smaller one does; one that fails means every
-larger one fails), so every observation narrows the candidates to `fits .. fails - 1`,
-where `fits` is the largest value seen fitting and `fails` the smallest failing above it.
-
-Plain bisection of those candidates needs ceil(log2(fails - fits)) probes. The planner
-spends a probe on a guess (the next doubling, or the value the memory model predicts)
-only when, whichever way the guess turns out, bisecting what is left still ends within
-`probe_bound`: the bound holds however wrong a prediction is.
-
-Memory per unit of a param: peak = fixed + per_unit * value, and the value at a limit.
-The peaks come in as numbers (`peaks` reads them from each fitting probe's samples). A
-least-squares line through (value, peak) splits a run's memory into what it holds
-whatever the value (framework, weights, libraries) and what each unit adds (a sample's
-activations); where that line meets the memory limit is the predicted largest value
-that fits.
+Each probe is the row's cell with the param set, run as any cell (current ones reused).
+Fitting is taken as monotonic, so each probe narrows the answer to `fits .. fails - 1`; a
+guess (doubling, or where the least-squares memory line meets the limit) is probed only
+when bisection still ends within `probe_bound`, so a wrong prediction cannot cost more.
 """
 
 from __future__ import annotations
@@ -53,10 +30,8 @@ if TYPE_CHECKING:
     from harness.stages.orchestrator import Sweep
 
 
-# What a probe says about its value: fits, or the way it failed (each failure, a kind
-# whose run was cut short, means "does not fit"; they are kept apart so a crash is never
-# reported as running out of memory), or that the row cannot go on (a kind that measured
-# nothing: image unavailable, GPU not applicable).
+# A probe's outcome: fits, a failure kind (kept apart so a crash never reads as OOM), or a
+# stop (nothing measured: the row cannot go on).
 FIT = "fit"
 FAILURES = CUT_SHORT
 STOPS = NOT_MEASURED
@@ -80,9 +55,8 @@ def bisect_cost(candidates: int) -> int:
 class FitStep:
     """What to do next, and what is known so far.
 
-    `fits` is the largest value seen fitting (lo - 1: none yet), `fails` the smallest
-    value seen failing above it (hi + 1: none yet); on `done` the answer is `fits`.
-    `how` says why `value` was chosen: "doubling", "predicted", "bisection".
+    `fits`: largest value seen fitting (lo - 1: none); `fails`: smallest failing above it
+    (hi + 1: none); on `done` the answer is `fits`. `how`: doubling, predicted, bisection.
     """
 
     action: Action
@@ -107,13 +81,10 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     """The next value to probe, or the answer.
 
     Args:
-        lo: Smallest value of the range.
-        hi: Largest value of the range.
-        seen: Outcome per value probed (or found on disk): "fit", one of `FAILURES`, or
-            one of `STOPS`.
+        lo, hi: The inclusive range.
+        seen: Outcome per value probed: "fit", one of `FAILURES`, or one of `STOPS`.
         runs: Probes run so far (cells taken from disk do not count).
-        predicted: The value the memory model predicts as the largest that fits (from
-            two or more fitting probes and a known memory limit), or None.
+        predicted: The memory model's largest value that fits, or None.
 
     Raises:
         ValueError: an empty range, a value outside it, or an unknown outcome.
@@ -144,9 +115,8 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     middle = fits + (candidates + 1) // 2
     guesses: list[tuple[str, int]] = []
     if predicted is not None and math.isfinite(predicted):
-        # The boundary is floor(predicted) when the prediction is right: probe it and
-        # the value above it, the one that leaves fewer candidates first (above it,
-        # while nothing failed yet: that failure closes the range).
+        # Probe floor(predicted) and the value above it, the one leaving fewer
+        # candidates first.
         near = {min(max(v, fits + 1), fails - 1) for v in (math.floor(predicted),
                                                               math.floor(predicted) + 1)}
         def order(v: int) -> tuple[int, int]:
@@ -163,16 +133,12 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
 
 
 # Memory per unit
-# Sample keys of the memory sources, with the names the results use. `gpu` is the
-# device as NVML sees it, `fw` the framework allocator, the others the process / its
-# cgroup on the host: the cell's only where its runtime gave it a cgroup of its own
-# (`runtimes.base.own_cgroup`); elsewhere the agent's reading is the whole session's or
-# machine's, kept in the samples, never fitted as the cell's.
+# Sample keys of the memory sources -> result names. `cgroup` is the cell's only where its
+# runtime gave it its own (`own_cgroup`); otherwise it is never fitted as the cell's.
 SOURCES: dict[str, str] = {"gpu_used": "gpu", "fw": "fw", "rss": "rss", "rss_anon": "rss_anon",
                            "uss": "uss", "heap": "heap", "cgroup": "cgroup"}
 DEVICE = ("fw", "gpu")            # limited by the GPU's memory
-HOST = ("rss_anon", "rss")        # limited by the cell's mem_limit (anonymous memory first:
-                                  # file pages of shared libraries are reclaimable)
+HOST = ("rss_anon", "rss")        # limited by mem_limit; anonymous first (file pages reclaim)
 MiB = 1 << 20
 
 
@@ -196,15 +162,12 @@ class Line:
 
     @property
     def resolved(self) -> bool:
-        """Whether the fixed part reads as memory: an intercept below zero is no memory
-        the run holds, but a line that does not hold down to a value of 0 (memory that
-        grows faster than one line over the probes, or probes far from 0 whose scatter
-        tips the line); its per-unit slope and where it meets a limit still stand."""
+        """Whether the fixed part reads as memory (intercept >= 0); a negative one means
+        the line does not hold down to 0, though its slope and limit still stand."""
         return self.fixed >= 0
 
     def text(self, unit: str) -> str:
-        """'fixed 1.1 GiB + 450 MiB per batch'; with the intercept below zero,
-        '450 MiB per batch, fixed part not resolved (...)'."""
+        """'fixed 1.1 GiB + 450 MiB per batch', or '450 MiB per batch, fixed part not resolved'."""
         if self.resolved:
             return f"fixed {size(self.fixed)} + {size(self.per_unit)} per {unit}"
         why = "the fit's intercept is below zero"
@@ -217,17 +180,10 @@ class Line:
 
 
 def peaks(series: Series, runtime: str) -> dict[str, float]:
-    """The peak of each memory source of the cell that a run's samples carry; the
-    cgroup's only where `runtime` (the result's) gave the cell a cgroup of its own.
+    """The peak of each of the cell's memory sources (the cgroup's only where its own).
 
-    A step's peak can fall between two samples (50 ms apart at best; later on a busy
-    host, where the sampler waits for a CPU): where the agent's end record has the
-    kernel's high-water mark of its RSS (`rss_hwm`), the RSS peak is at least that, and
-    the anonymous peak at least that less the largest file-backed part a sample read
-    (libraries' pages). Not the last sample's: near a memory limit the kernel reclaims
-    file pages after the peak (a conv net's batch 1 under 512 MiB: 210 MiB of them at
-    its setup's end, 168 MiB at its last sample), and the mark less that smaller part
-    overstated the batch's anonymous peak by ~40 MiB."""
+    A peak can fall between samples, so `rss_hwm` raises the RSS peak, and the anonymous
+    peak to it less the largest file-backed part any sample read (file pages reclaim)."""
     out: dict[str, float] = {}
     for key, name in SOURCES.items():
         if name == "cgroup" and not own_cgroup(runtime):
@@ -272,10 +228,8 @@ def fit_sources(by_value: Mapping[int, Mapping[str, float]]) -> dict[str, Line]:
 
 def limiting(lines: Mapping[str, Line], device_limit: float | None,
              host_limit: float | None) -> tuple[Line, float] | None:
-    """The line that meets a known limit, with that limit: the device's when the run's
-    device memory grows with the param (framework allocator first), else the host's;
-    None when neither applies. A line that does not grow never meets a limit: a GPU
-    cell whose scenario holds host memory is limited by the host's."""
+    """(line, limit) for the first growing line with a known limit: device (framework
+    allocator first), then host; None when neither applies."""
     for names, limit in ((DEVICE, device_limit), (HOST, host_limit)):
         if limit is None:
             continue
@@ -323,9 +277,8 @@ class ProbeResult:
 
     @property
     def answer(self) -> str:
-        """Fit's answer for the value: "runs", or how it failed (oom, crash, ...). The
-        within-run verdict is not that answer (an undecided leak still ran); a leak or a
-        slowdown it found is said beside it: "runs (leak)"."""
+        """"runs", or how it failed (oom, crash, ...); a bad within-run verdict is said
+        beside it ("runs (leak)"), since a leak still ran."""
         if self.outcome != FIT:
             return self.outcome
         verdict = self.result.verdict
@@ -407,16 +360,15 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
             cache: Cache | None = None) -> FitRow:
     """Find the largest value of `target.param` that fits in `cell`'s row.
 
-    Raises:
-        InputError: a probe's agent says the scenario never read the param (exit 2).
-
     Args:
         cell: The row's cell as the matrix gives it.
         target: The param and its range.
-        runner: Runs a probe cell and returns its final result and samples.
+        runner: Runs a probe cell; returns its result and samples.
         say: Receives one line per probe.
-        cache: A finished probe on disk, or None; every value's cache is read first,
-            so what an earlier fit learnt is not paid for again.
+        cache: A finished probe on disk, or None; read for every value first.
+
+    Raises:
+        InputError: a probe's agent says the scenario never read the param (exit 2).
     """
     row = FitRow(cell, target, FitStep("probe", None, target.lo - 1, target.hi + 1))
     seen: dict[int, str] = {}
@@ -446,10 +398,8 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
 
 
 def check_read(param: str, series: Series) -> None:
-    """Stop at the first probe whose agent says the scenario never read `param`: every
-    value would run the same scenario, and "fits the whole range" would be no answer.
-    A probe without the agent's `params_read` (killed before its end record, a plain
-    script, an older agent) tells nothing; the next one is checked.
+    """Stop when a probe's agent says the scenario never read `param` ("fits the whole
+    range" would mean nothing); a probe without `params_read` tells nothing.
 
     Raises:
         InputError: the scenario's run never read params[param].
@@ -473,8 +423,7 @@ def _record(row: FitRow, seen: dict[int, str], value: int, got: Probe, cached: b
     row.order.append(value)
     if cached:
         row.reused += 1
-    # The limit the runtime applied wins over the matrix's (a Slurm job is given its
-    # mem_limit plus headroom): taken from any probe that says it, OOM-killed ones too.
+    # The limit the runtime applied (e.g. Slurm's, with headroom) wins over the matrix's.
     said = result.outcome.mem_limit_bytes
     if said:
         row.host_limit = max(row.host_limit or 0.0, float(said))
@@ -501,9 +450,8 @@ def _device_limit(result: CellResult, cell: Cell) -> float | None:
 
 
 def first_smaller(rows: Sequence[FitRow]) -> tuple[FitRow, FitRow] | None:
-    """(the row before, the first row) where a later image's boundary is lower than the
-    one before it by more than one step; `rows` are one (host x) GPU x scenario row's
-    answers in image order. A row without an answer is skipped."""
+    """(before, after): the first image whose boundary drops by more than one step;
+    `rows` are one row's answers in image order, unanswered ones skipped."""
     done = [r for r in rows if r.found]
     for before, after in itertools.pairwise(done):
         if _boundary(before) - _boundary(after) > 1:
@@ -547,9 +495,7 @@ def sweep_runner(sweep: Sweep) -> Runner:
 
 
 def store_cache(sweep: Sweep, say: Say | None = None) -> Cache:
-    """Probes a store already holds (result and samples), when the same run made them
-    (their key matches the probe's now); a probe whose key changed is said, with why,
-    and run again in its place."""
+    """Probes the store holds whose key still matches; a stale one is said and rerun."""
     def cache(cell: Cell) -> Probe | None:
         result = sweep.store.load_cell(cell.id)
         if result is None:

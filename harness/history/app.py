@@ -1,13 +1,6 @@
-"""`harness history`'s work: every run of a matrix read and joined (`model`), the
-latest verdicts as one report model, history.html written beside the runs, the exit
-code and the notes; the answer in JSON. `cli.history` parses and prints.
-
-Its renderings, the console and history.html: the latest verdict of every (line, image)
-is handed to the one report model (`report.model.Report`, a line as its row, images in
-release order), so the first bad, the grid of the console (`report.grid`) and the
-heatmap and trends of report.html (`report.html`) are the ones every report uses; what
-is the history's own is the run each verdict came from, the flaky marks and, on the
-page, each line's verdicts run by run.
+"""`harness history`'s work: a matrix's runs joined (`model`), history.html written, the
+exit code and notes; `cli.history` parses and prints. The latest verdicts go through the
+one report model, so first bad, grid and heatmap are every report's.
 """
 
 from __future__ import annotations
@@ -58,10 +51,8 @@ def written(history: History, report: Report, root: Path) -> Path:
 
 
 def closing(history: History, report: Report) -> tuple[int, list[str]]:
-    """0 when every latest verdict is good; else as `harness report` exits on the
-    latest verdicts (1 a bad one, 3 an unavailable one, 4 an undecided or unreadable
-    one); 4 too when a run was left out because it does not read. With the notes said
-    after the table: the newest run's stale cells, an incomplete run."""
+    """The exit code as `harness report` gives it on the latest verdicts (4 too for an
+    unreadable run left out), and the notes said after the table."""
     code = exit_code(report)
     note = report.incomplete_note()
     notes = [*stale_note(history.runs[-1].path), *([f"\n{note}"] if note else [])]
@@ -71,9 +62,7 @@ def closing(history: History, report: Report) -> tuple[int, list[str]]:
 
 
 def stale_note(newest: Path) -> list[str]:
-    """The newest run's cells made from inputs that have changed since (the gate,
-    `store.gate`): a history is of runs as they ran, but its latest verdicts are then
-    not the matrix's now; said with the command that runs them again."""
+    """The newest run's stale cells (its verdicts are not the matrix's now), with a fix."""
     found, _ = read_gated(newest)
     if not found.stale:
         return []
@@ -83,9 +72,7 @@ def stale_note(newest: Path) -> list[str]:
 
 
 def history_json(history: History, report: Report) -> dict[str, object]:
-    """history's answer in JSON mode, from what its table is drawn from: the runs, each
-    line's latest reading of each image (with its run) and its flaky images, and the
-    rows' answers over the latest verdicts (`RowAnswer`s, as results.json keeps them)."""
+    """The JSON answer: runs, each line's latest readings and flaky images, row answers."""
     lines = []
     for line in history.lines:
         latest = {}
@@ -111,9 +98,7 @@ def history_json(history: History, report: Report) -> dict[str, object]:
 # The renderings: the console and history.html
 PAGE = "history.html"       # written into reports/NAME/, never into a run directory
 WORDS_IMAGES = 12           # more images than this: the grid, whatever the width
-SHOWN_RUNS = 10             # run by run (the words table's column, a line's squares on
-                            # history.html): the newest this many, so a page of weekly
-                            # watch runs stays one size
+SHOWN_RUNS = 10             # runs shown run by run, newest first: the page stays one size
 
 
 def latest_report(history: History) -> Report:
@@ -125,8 +110,7 @@ def latest_report(history: History) -> Report:
 
 
 def when(run: Run) -> str:
-    """When the run first started, on the local clock its directory is named by
-    (`20261125-214200` is 2026-11-25 21:42), the zone said."""
+    """When the run first started, by its directory's name (local clock), zone said."""
     return time.strftime("%Y-%m-%d %H:%M %Z", time.localtime(run.began or run.started))
 
 
@@ -151,8 +135,7 @@ def step_words(res: CellResult | None, interval: bool = True) -> str:
 
 
 def growth_words(res: CellResult | None, interval: bool = True, unit: bool = True) -> str:
-    """Memory growth per call in KiB, with the slope's confidence interval ("+5.84 KiB
-    (+5.80..+5.88 KiB)"; the unit left to a column's header without `unit`)."""
+    """Memory growth per call in KiB with its confidence interval ("+5.84 KiB (+5.80..)")."""
     p = memory_point(res) if res is not None else None
     if p is None:
         return "-"
@@ -171,8 +154,7 @@ def _flaky_at(line: Line) -> dict[str, list[Flaky]]:
 
 
 def by_run(seen: Sequence[Seen], runs: Sequence[Run]) -> str:
-    """A (line, image)'s verdict in each of `runs` as the grid's symbol ("-": that run
-    did not measure it); a run's last reading where it has two."""
+    """A (line, image)'s grid symbol in each of `runs` ("-": not measured)."""
     said = {s.run.tag: s.verdict for s in seen}
     return "".join(token(said[r.tag], None) if r.tag in said else "-" for r in runs)
 
@@ -185,9 +167,7 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
 
 @dataclass
 class HistoryConsole:
-    """The console: per line a table of its images in full words where they fit (and
-    there are at most WORDS_IMAGES images), else one grid of every line's tokens; then
-    the answers, the flaky images and where the latest verdicts came from."""
+    """The console: words tables where they fit, else one grid; then answers and flakes."""
 
     history: History
     report: Report
@@ -279,8 +259,7 @@ class HistoryConsole:
         return out
 
     def _sources(self, width: int) -> list[str]:
-        """Which run each line's latest verdicts came from, said once where one run
-        gave them all."""
+        """Which run each line's latest verdicts came from (once if one run gave all)."""
         per_line: list[tuple[Line, dict[str, list[str]]]] = []
         for line in self.history.lines:
             by_run: dict[str, list[str]] = {}
@@ -327,8 +306,7 @@ def _href(s: Seen) -> str:
 
 def _tile(image: str, s: Seen | None, line: str, first_bad: bool = False,
           flaky: bool = False, latest: bool = True) -> Tile:
-    """A square: its verdict and the run it came from; the latest's says its line and
-    figures too (a run by run square sits in its line's own table, beside the latest)."""
+    """A square: its verdict and run; the latest's says its line and figures too."""
     if s is None:
         return Tile(image, "", f"{image}: not measured", "")
     if not latest:
@@ -352,9 +330,7 @@ class LineView:
 
 
 def render_html(history: History, report: Report, out: TextIO) -> None:
-    """history.html: every line's latest verdicts as a heatmap over images in release
-    order, then per line its verdicts run by run, the flaky images and the trends of
-    step time and memory growth across the images (report.html's trend)."""
+    """history.html: the latest verdicts' heatmap, then per line its runs and trends."""
     answers = {row.row: row for row in report.rows}
     views: list[LineView] = []
     shown: set[str] = set()

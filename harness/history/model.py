@@ -1,29 +1,10 @@
-"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none.
+"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none
+(not bisect or fit; a re-decided copy stands for its run).
 
-Under `reports/NAME` live the run directories of the matrix (or watch suite) NAME
-(`reports/NAME/<timestamp>/`, with plan.json and cells/<id>/result.json). Of those, the
-runs of a sweep's kinds (`store.runs.SWEEP_RESULTS`: sweeps, `harness watch` runs, which
-are sweeps, and `report --reanalyze --write` copies) are read; bisect and fit
-directories are left out. A re-decided copy (`<run>-reanalyzed`) stands for the run it
-was made from (the same measurement decided again), so that run is not read twice.
-
-The join, per line:
-
-- A line is a row of the report model (GPU, scenario and params: the cell id without
-  its image) on one host: the machine (or `hosts:` entry) the cell ran on, its runtime
-  and the GPU model the agent saw (`host_of`). A row measured on two hosts gives two
-  lines, named "ROW @ HOST"; hosts are never mixed in one line.
-- Images are in release order (`matrixfile.releases.release_order`): the newest run's
-  matrix order, with images only older runs measured slotted in by their tag.
-- Per (line, image): every run's reading, oldest first, and the latest verdict: the
-  newest run with a readable result (a result.json that does not read, or a planned
-  cell a run did not finish, counts only where no run has a readable one: then the
-  line's image is missing, as `harness report` counts it).
-- Flaky: two runs of the same image in the same line with the same run key
-  (`result.runkey`: image, pins, scenario hash, params, settings, runtime, host, GPU;
-  everything but the run itself) whose verdicts are of different classes (good vs
-  bad). Runs with different keys measured something different: the latest wins and
-  nothing is flaky.
+- A line is a report row on one host ("ROW @ HOST"): hosts are never mixed in one line.
+- Images are in release order (`release_order`): the newest matrix's, older tags slotted in.
+- Per (line, image): every run's reading, oldest first; the latest is the newest readable.
+- Flaky: same run key but good in one run, bad in another (different keys: latest wins).
 """
 
 from __future__ import annotations
@@ -57,8 +38,7 @@ WATCH_MARK = "# harness watch "     # the first line of a watch run's matrix.yam
 
 @dataclass(frozen=True)
 class Run:
-    """One run directory joined: its short tag (r1 the oldest), kind, start, images in
-    its matrix's order, and the repository it watched (a `harness watch` run)."""
+    """One run directory: its tag (r1 the oldest), kind, start, images, watched repo."""
 
     path: Path
     tag: str
@@ -92,8 +72,7 @@ class Seen:
 
 @dataclass(frozen=True)
 class Flaky:
-    """Runs of one image and one run key whose verdicts were good in one and bad in
-    another, oldest first."""
+    """Runs of one image and run key, good in one and bad in another, oldest first."""
 
     image: str
     seen: tuple[Seen, ...]
@@ -113,8 +92,7 @@ class Line:
     seen: dict[str, tuple[Seen, ...]]
 
     def latest(self, image: str) -> Seen | None:
-        """The newest reading made from the inputs as they are now, else the newest at
-        all (unreadable or stale: no latest verdict comes from cells that changed)."""
+        """The newest current reading, else the newest at all (unreadable or stale)."""
         found = self.seen.get(image, ())
         readable = [s for s in found if s.result is not None and not s.stale]
         if readable:
@@ -156,9 +134,7 @@ class History:
     notes: tuple[str, ...] = ()     # runs left out, and why
 
     def latest_results(self) -> dict[str, CellResult]:
-        """Each line's latest readable results, as a report model reads cells: the id
-        `RUN/CELL` (unique across runs), the row the line's name, the image's index its
-        place in release order."""
+        """Each line's latest readable results for the report model, as `RUN/CELL` ids."""
         place = {image: i for i, image in enumerate(self.images)}
         out: dict[str, CellResult] = {}
         for line in self.lines:
@@ -174,9 +150,7 @@ class History:
         return out
 
     def unreadable(self) -> tuple[tuple[Planned, ...], dict[str, str]]:
-        """Every (line, image)'s latest reading as a planned cell of the report model,
-        and why each one no run has a readable result for does not read (or never ran),
-        so that the count of missing cells is the one `harness report` gives."""
+        """Every (line, image) as a planned cell, and why each unread one is missing."""
         place = {image: i for i, image in enumerate(self.images)}
         planned: list[Planned] = []
         why: dict[str, str] = {}
@@ -194,11 +168,7 @@ class History:
 
 def _read_cells(path: Path) -> tuple[dict[str, CellResult], dict[str, str], tuple[Planned, ...],
                                      dict[str, str]]:
-    """A run's readable results, the planned cells with none (id -> why: unreadable,
-    or not run), its plan, and its cells made from inputs that changed since (id ->
-    what changed), as the gate reads them (`store.gate.read_gated`): the same figures
-    `harness report` gives for the run. A run's column shows what it ran; its stale
-    cells give no latest verdict.
+    """A run as the gate reads it: results, unread cells, plan, and stale cells.
 
     Raises:
         InputError: a result.json or plan.json of the wrong shape (named with the key).
@@ -225,8 +195,7 @@ def _watched(path: Path) -> str:
 
 
 def host_of(res: CellResult) -> str:
-    """Where a cell was measured, in words: the machine (or `hosts:` entry), the
-    runtime, the GPU model the agent saw ("builder (docker, NVIDIA H100 80GB HBM3)")."""
+    """Where a cell was measured: "builder (docker, NVIDIA H100 80GB HBM3)"."""
     h = res.host
     where = h.machine or "unknown machine"
     if h.url:
@@ -237,12 +206,10 @@ def host_of(res: CellResult) -> str:
 
 
 def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
-    """The sweep-kind run directories under `root`, and notes on those left out (a run
-    a re-decided copy stands for).
+    """The sweep-kind run directories under `root`, and notes on those left out.
 
     Raises:
-        InputError: `root` is not a directory, is itself a run directory, or holds no
-            run of a sweep's kinds.
+        InputError: `root` is not a directory, is a run directory, or holds no sweep run.
     """
     if not root.is_dir():
         what = "a file" if root.exists() else "no such directory"
@@ -290,10 +257,7 @@ def run_dirs(root: Path) -> tuple[list[Path], list[str]]:
 
 
 def one_matrix(runs: list[Path], notes: list[str]) -> tuple[list[Path], list[str]]:
-    """The runs of one matrix file, the newest sweep's: two files that share `name:`
-    write into one reports/NAME, and their rows are not one history (a run that
-    recorded no file, and a watch run of the suite, are kept); each run of another
-    file is a note naming it."""
+    """The runs of the newest sweep's matrix file; another file's runs become notes."""
     # Each run's file, read once; "" for a watch run, which joins its suite's
     watched = {p for p in runs if _watched(p)}
     named = {p: "" if p in watched else matrix_named(p) for p in runs}

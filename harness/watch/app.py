@@ -1,5 +1,4 @@
-"""What `harness watch` does once its arguments are parsed: the suite's cells over a
-repository's new tags, swept in a new results directory."""
+"""`harness watch`'s work: sweep the suite over a repository's new tags."""
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
 
 def run_suite(plan: Plan, matrix: Matrix, text: str, cells: list[Cell], out: Path,
               docker_host: str | None, progress: Progress) -> tuple[WatchOutcome, Path]:
-    """The suite's cells over the new tags (`text`: the suite's matrix file), swept in a
-    new results directory under `out`: the outcome and the directory."""
+    """Sweep the suite's cells (`text`: its matrix file) into a new directory under
+    `out`; the outcome and the directory."""
     hold(prefetch_analysis())
     engines = Engines.for_matrix(matrix, matrix.runtime, docker_host)
     engines.start(cells, progress)  # no engine: exit 3 before any results directory exists

@@ -1,17 +1,8 @@
-"""New tags of a repository, run through a suite against a baseline tag.
-
-list tags (`list_tags`) -> the tags newer than the last one checked -> a matrix
-(the suite's, with `matrix.image` = [baseline, new...] and `baseline:` set) -> sweep ->
-reports -> the state file moves on to the newest tag run.
-
-Which tags are "newer" than the baseline (and the last tag checked): those
-`harness.matrixfile.releases.tag_order` compares with it (NGC calendar tags with the
-baseline's suffix by (YY, MM, P); anything else as a version of the same shape), and
-later than it.
-
-A repository's tags come from its registry: Docker Registry HTTP API v2, `tags/list`,
-with the bearer-token flow NGC and Docker Hub use; credentials from NGC_API_KEY or the
-Docker config, anonymous otherwise. A REPO that is not a repository is an InputError
+"""New tags of a repository, run through a suite against a baseline tag:
+list tags -> those newer (by `tag_order`) than the baseline and the last one checked ->
+the suite's matrix over [baseline, new...] -> sweep -> reports -> the state moves on.
+Tags come from the registry's HTTP API v2 (`tags/list`, bearer-token flow), with
+NGC_API_KEY or Docker config credentials, else anonymous. A bad REPO is an InputError
 (exit 2); an unreachable registry or refused credentials EnvironmentUnavailable (exit 3).
 """
 
@@ -78,8 +69,7 @@ class RepoRef:
 def parse_repo(text: str) -> RepoRef:
     """`nvcr.io/nvidia/tensorflow`, `127.0.0.1:5000/x/y` or `python` -> RepoRef.
 
-    The first part is a registry host when it has a '.' or ':' or is `localhost`, as
-    Docker decides; otherwise the repository is on Docker Hub (`library/` for one part).
+    The first part is a host when it has '.' or ':' or is `localhost`, as Docker decides.
 
     Raises:
         InputError: empty, a tag or digest given, or not a valid repository name.
@@ -118,11 +108,8 @@ def docker_config_path(env: Mapping[str, str] = os.environ) -> Path:
 
 def credentials_for(host: str, env: Mapping[str, str] = os.environ,
                     config: Path | None = None) -> tuple[str, str] | None:
-    """(user, secret) for a registry: NGC_API_KEY for nvcr.io, else the Docker config.
-
-    Credential helpers (`credsStore`) are not consulted; an unreadable config is ignored,
-    since anonymous access is enough for public repositories.
-    """
+    """(user, secret) for a registry: NGC_API_KEY for nvcr.io, else the Docker config
+    (no credential helpers; an unreadable one is ignored, as anonymous access may do)."""
     if host == NGC and env.get("NGC_API_KEY"):
         return NGC_USER, env["NGC_API_KEY"]
     path = config or docker_config_path(env)
@@ -275,8 +262,7 @@ class RegistryClient:
 
 
 def _reason(exc: Exception) -> str:
-    """The root cause of a requests error ("[Errno 111] Connection refused"), not its
-    nested reprs."""
+    """The root cause of a requests error, not its nested reprs."""
     text = str(exc)
     found = re.search(r"\[Errno -?\d+\][^'\")]*", text)
     return found[0].strip() if found else text[:300]
@@ -409,8 +395,7 @@ def suite_name(file: Path) -> str:
 
 
 def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
-    """The suite with `matrix.image` = the plan's images and the baseline set, validated
-    by the same code as any matrix; also that matrix as YAML text (kept with the results).
+    """The suite over the plan's images, validated as any matrix, and its YAML text.
 
     Raises:
         SpecError: the suite is wrong; lines refer to `file`.
@@ -427,8 +412,7 @@ def suite_matrix(file: Path, plan: Plan) -> tuple[Matrix, str]:
     data = dict(doc.data)
     data["matrix"] = {**doc.data["matrix"], "image": plan.images}
     data["baseline"] = {"image": plan.images[0]}
-    # The suite's lines: an error in a replaced key points at the suite's own key (or the
-    # nearest enclosing one it has).
+    # Keep the suite's lines, so an error in a replaced key points at the suite's key.
     matrix = matrixfile.parse_located(Located(doc.file, data, doc.lines), file)
     generated = (f"# harness watch {plan.repo.written}: {file} with matrix.image and "
                  f"baseline replaced\n" + dump_text(data))
@@ -452,9 +436,7 @@ class WatchOutcome:
 def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, store: RunStore,
              progress: Callable[[str], None],
              runtimes: dict[str, Runtime] | None = None) -> WatchOutcome:
-    """Sweep the cells (the runtime pulls the new tags) and write the reports.
-
-    The caller has started the runtimes (`harness.runtimes.Engines.start`).
+    """Sweep the cells and write the reports; the caller has started the runtimes.
 
     Raises:
         HarnessError: whatever the sweep raises (engine, image, store).
