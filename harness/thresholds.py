@@ -1,6 +1,6 @@
 """Thresholds for the verdict statistics, each named once with the default the detection
-benchmark (`benchmarks/detection.py`) was tuned against. `SETTABLE` ones are set in matrix.yaml's
-`analysis:` or by `--set analysis.KEY=VALUE`; a bad one fails on construction, before any run.
+benchmark (`benchmarks/detection.py`) was tuned against. `SETTABLE` ones are set in
+matrix.yaml's `analysis:` or by `--set analysis.KEY=VALUE`; a bad one fails before any run.
 
 Example:
     >>> AnalysisConfig(alpha=0.01, leak_floor_bytes=4 * 2**20).min_ratio
@@ -65,17 +65,14 @@ class AnalysisConfig:
     Attributes:
         alpha: significance level of every Mann-Whitney U test (asv uses 0.002).
         min_ratio: median step-time ratio that counts as slower (its reciprocal, faster).
-        peak_min_ratio, peak_floor_bytes: a peak ratio that counts, and a difference below
-            which peaks are "~", so small processes don't flap.
+        peak_min_ratio, peak_floor_bytes: a peak ratio that counts; a difference under which
+            peaks are "~", so small processes don't flap.
         leak_floor_bytes, leak_floor_relative: growth floors, absolute and of the median level.
-        noise_multiple, drawdown_multiple: the floor is also at least these multiples of the
-            noise band and of the largest fall from an earlier high (GC, trims).
+        noise_multiple, drawdown_multiple: floor multiples of the noise band and the largest fall.
         confidence, late_confidence: two-sided, of the whole-span and late slope intervals.
         late_fraction: share of the run's calls that form the late window.
-        stall_fraction: a grown series is a plateau only if its late slope's upper bound is
-            under this share of the whole-span slope.
-        autocorrelation, max_autocorrelation: widen slope intervals for lag-1 autocorrelation
-            (else GC sawtooth reads as a leak), and its cap.
+        stall_fraction: a plateau's late slope bound is under this share of the whole slope.
+        autocorrelation, max_autocorrelation: widen slope intervals for GC sawtooth; its cap.
         min_samples: fewer memory samples than this give "insufficient".
         max_points: longer series are binned to this many medians before the O(n^2) fit.
         step_window: share of the step times in each of the early and late windows.
@@ -87,8 +84,7 @@ class AnalysisConfig:
             share of the run's rate its last third keeps (a filling cache slows down).
         contention_share: a slowdown this much explained by run-queue delay is `ambiguous`.
         busy_share: a round with this share of run-queue delay is left out, else corrected.
-        speed_spread: a round whose CPU speeds differ by more than this factor, and whose raw
-            and speed-scaled ratios disagree, is replaced.
+        speed_spread: a round whose CPU speeds differ past this and whose ratios disagree is redone.
         recheck_share: either cell this busy gets rounds: load hides a change as well as fakes it.
         round_confidence: confidence of the per-round ratio interval that must clear `min_ratio`.
         peak_regression_ratio: a peak RSS this many times the baseline's is a regression, below
@@ -103,8 +99,7 @@ class AnalysisConfig:
             as later growth reads flat until it starts.
         short_calls: a short run reading a small leak reruns to this many calls (0: never):
             common caches hold up to ~1,024 entries and fill like leaks.
-        step_floor_s: step-time differences below this are never a slowdown (0: by ratio alone,
-            as pyperf and asv do).
+        step_floor_s: step-time differences below this are never a slowdown (0: ratio alone).
     """
 
     alpha: float = 0.002

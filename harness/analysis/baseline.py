@@ -2,8 +2,7 @@
 p < `alpha`, median ratio beyond `min_ratio`), peaks by `peak_min_ratio`/`peak_floor_bytes`.
 
 A change is confirmed only on interleaved rounds (B S B S ...), all agreeing: pooled
-autocorrelated steps make a small load drift look certain.
-"""
+autocorrelated steps make a small load drift look certain."""
 
 from __future__ import annotations
 
@@ -50,14 +49,12 @@ from harness.thresholds import AnalysisConfig
 def compare_steps(
     base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
 ) -> StepComparison:
-    """Compare a cell's step times with the baseline's: ratio of medians, p-value, direction.
+    """Compare a cell's step times with the baseline's: ratio of medians, p-value, direction;
+    ValueError if a sample is empty or the baseline median is not positive.
 
     Args:
         base, other: seconds per measured iteration of the baseline and the cell.
         cfg: the analysis settings.
-
-    Raises:
-        ValueError: a sample is empty, or the baseline median is not positive.
     """
     b = np.asarray(base, dtype=np.float64)
     o = np.asarray(other, dtype=np.float64)
@@ -92,14 +89,12 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
 
 
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
-    """Compare a cell's peak memory with the baseline's: the ratio and the direction.
+    """Compare a cell's peak memory with the baseline's: the ratio and the direction;
+    ValueError if a peak is negative or not finite, or the baseline's is zero.
 
     Args:
         base_peak, other_peak: peak bytes of the baseline and the cell.
         cfg: the analysis settings.
-
-    Raises:
-        ValueError: a peak is negative or not finite, or the baseline's is zero.
     """
     if not (np.isfinite(base_peak) and base_peak > 0.0):
         raise ValueError(

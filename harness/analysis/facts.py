@@ -34,13 +34,12 @@ class Facts(Record):
         crowded: killed at its deadline while the host took most of its time.
         gpu_unusable: what the run's log showed of an image that cannot use the GPU.
         filling: the memory sources whose growth a bounded fill still fits.
-        capped, short: its cap (most budget left) or budget (under `short_calls` calls) ended
-        it, and it may run again.
+        capped, short: its cap (most budget left) or budget (< `short_calls`) ended it; may rerun.
         budget_calls: the calls the cell's next run makes.
-        slowdown: late steps slower than early ones.
-        rising: a first run's slowdown, and the calls of the twice-as-long run that looks again.
-        once: that slowdown was read in this run only (rule `one-run`).
-        busy: contention accounts for that slowdown, and the step did no more work.
+        slowdown, rising: late steps slower than early ones; a first run's, and the calls of the
+            twice-as-long run that looks again.
+        once, busy: that slowdown was read in this run only (rule `one-run`); contention
+            accounts for it, and the step did no more work.
         regression, suspected: worse than the baseline, confirmed; slower pooled, unconfirmed.
         unsettled: rounds ran for a doubt about a slowdown and left it open.
     """

@@ -2,8 +2,7 @@
 
 `memory_reading` is pure, asked alike live, after the run and by `--reanalyze`. Per source,
 `trend_and_fill` fits Theil-Sen slopes (whole span, late window) and the rules decide; a
-leak must also be growth no bounded fill explains (`fill_check`). Floors: docs/verdicts.md.
-"""
+leak must also be growth no bounded fill explains (`fill_check`). Floors: docs/verdicts.md."""
 
 from __future__ import annotations
 
@@ -147,13 +146,13 @@ class Fill:
     """Whether a bounded fill could still explain a source's growth at this length.
 
     Attributes:
-        possible: a saturating fill no larger than `bound` fits the data.
+        possible, bound: a saturating fill no larger than `bound` (`fill_share` of the level,
+            `fill_bytes` at most) fits the data.
         growth, calls: bytes grown over the measured calls, and their number.
         amplitude: the smallest fill fitting the growth and its fall in rate (inf: none fits).
         rerun: calls a run again measures to tell a leak from a fill.
-        bound: the largest fill allowed (`fill_share` of the level, `fill_bytes` at most).
-        fell: a fall of a quarter of the growth or more where no fill fits (a cache
-        evicting in bursts), else 0.
+        fell: a fall of a quarter of the growth or more where no fill fits (a cache evicting in
+            bursts), else 0.
     """
 
     possible: bool
@@ -368,8 +367,8 @@ class MemoryReading:
     Attributes:
         kind: leak, filling, insufficient, unsure, unconfirmed, plateau or ok.
         reason, carrier: the reading in words with its figures, and the source it is about.
-        memory, fill: every source's trend, and the fill check behind `filling`.
-        findings: the leak findings, one per leaking carrier; a plateau's.
+        memory, fill, findings: every source's trend; the fill check behind `filling`; the leak
+            findings, one per leaking carrier (a plateau's).
         rerun: the calls an ambiguous cell's next run measures (None: twice this run).
     """
 

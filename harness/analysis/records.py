@@ -243,8 +243,7 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
-    """The device behind a slowdown: busy time per step and SM clock, early vs late (None
-    where NVML did not record it).
+    """The device behind a slowdown: busy time per step and SM clock, early vs late (None: no NVML).
 
     Attributes:
         extra_s: late minus early median step time (the slowdown), seconds.
@@ -341,10 +340,9 @@ class Round(Record):
     """One baseline run and one suspect run, back to back.
 
     Attributes:
-        index: 1-based round number.
         base_s, other_s: median step time of each run, seconds, at one CPU speed.
         base_busy, other_busy: contention share of each run (None: not recorded).
-        excluded: why the round does not count, or None.
+        index, excluded: 1-based round number; why the round does not count, or None.
         speed: the suspect run's CPU speed over the baseline's (None: not measured).
         base_sm_mhz, other_sm_mhz: each run's median GPU SM clock (MHz; None: no clock).
         cpu_ratio: the suspect's CPU time per step over the baseline's, so a busy round counts.

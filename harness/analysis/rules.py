@@ -3,8 +3,7 @@ and a test over the table's evidence; the first that fires decides (`first_of`).
 
 `TABLES` lists them in reading order, for docs/verdicts.md (generated, a test compares) and
 `--why`, which names the rule that fired. Every threshold a decision compares is compared
-here, not where the figures are computed.
-"""
+here, not where the figures are computed."""
 
 from __future__ import annotations
 
@@ -93,8 +92,7 @@ class TrendEvidence:
         n, least, span: readings after warm-up, the fewest a kind needs, calls they span.
         whole, late: Theil-Sen slopes, whole span and late window (None: only `too-few` asked).
         growth, rise: the whole slope times the span, and last less first readings' median.
-        floor: the source's floor (bytes).
-        per_call, creep_calls: as `memory.trend_and_fill` takes them.
+        floor, per_call, creep_calls: the source's floor (bytes); as `trend_and_fill` takes them.
     """
 
     cfg: AnalysisConfig
@@ -584,8 +582,8 @@ class LiveEvidence:
 
     Attributes:
         leak, grown: the carrier of a leak the memory rules read ("" none), and its growth.
-        flat: the first needed source, where memory reads `ok` ("" not so).
-        upper: the highest upper bound of the needed sources' slopes, whole and late.
+        flat, upper: the first needed source where memory reads `ok` ("" not so); the highest
+            upper bound of the needed sources' slopes, whole and late.
         measured: the share of its run measured (`sequential.LiveDecider.share`).
         large, floor, ok_share: `leak_large_bytes`, `ok_floor_bytes`, `live_ok_share`.
         rose: the step times so far rose; lazy, as it reads every step.
@@ -642,8 +640,7 @@ class RoundEvidence:
     Attributes:
         failed: why a run of the round failed or measured no step ("" none).
         plain, scaled: suspect over baseline step time, less run-queue delay, at one CPU speed.
-        speed, cpu: the suspect's CPU speed and CPU time per step over the baseline's (None:
-            not measured).
+        speed, cpu: the suspect's CPU speed and CPU time per step over the baseline's (None: no).
         busy: each run's run-queue share of its step time, by name (None: not recorded).
     """
 
@@ -723,9 +720,9 @@ class LengthEvidence:
     Attributes:
         again: the cell may run again (repeats left, no `--iterations`).
         capped, ended: its cap (most budget left) or its budget ended it, in words.
-        grown: what the largest leaking carrier grew (None: none leaks).
+        grown, room: what the largest leaking carrier grew; the calls a run again may make
+            within the `overrun` bound (each None: none).
         done, asked: the calls it made, and its cap.
-        room: the calls a run again may make within the `overrun` bound (None: none).
     """
 
     cfg: AnalysisConfig
@@ -804,8 +801,8 @@ class RerunEvidence:
         spent, script, budgeted: its repeats are spent; a script ran once; it has a time budget.
         asked: `--iterations` was given: the most calls any run of it makes.
         busy, crowded, short, capped: the rule of that name left it undecided.
-        seconds: what the next attempt of a kind would take at this run's pace.
-        timeout, left: the cell's timeout, and what is left of its `overrun` bound (s).
+        seconds, timeout, left: the next attempt's time at this run's pace; the cell's timeout;
+            what is left of its `overrun` bound.
     """
 
     undecided: bool = False

@@ -35,13 +35,11 @@ SPACING = 2
 
 
 def sign_evalue(above: Any, below: Any) -> Any:
-    """log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2, vectorised.
+    """log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2, vectorised;
+    ValueError if a count is negative.
 
     Args:
         above, below: intervals on the tested side of the rate, and on the other side.
-
-    Raises:
-        ValueError: a count is negative.
     """
     a, b = np.asarray(above, dtype=np.float64), np.asarray(below, dtype=np.float64)
     if np.any(a < 0) or np.any(b < 0):
@@ -97,15 +95,13 @@ _KEEP = ("type", "src", "phase", "i", "t", "dt")
 
 class LiveDecider:
     """Reads agent records in order; each look asks the one memory decision of the samples so
-    far, and stops on a large leak or a certain `ok`.
+    far, and stops on a large leak or a certain `ok`. ValueError: bounds or thresholds out of
+    range, or `source` not in `SOURCES`.
 
     Args:
         min_iterations, max_iterations: it decides only between these many measured calls.
         source: one source of `SOURCES` to test alone (tests, benchmarks); default: all.
         floor, min_growth, decay_ratio: the per-call rule's thresholds, in place of `cfg`'s.
-
-    Raises:
-        ValueError: bounds or thresholds out of range, or `source` not in `SOURCES`.
     """
 
     def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,

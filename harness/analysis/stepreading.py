@@ -4,8 +4,7 @@ reads (`step_trend`) and everything said beside it. Pure NumPy.
 Contention is measured by the agent (run-queue delay, throttling, CPU speed, GPU time), not
 inferred from CPU time, which stays flat while a step waits; it can make a slowdown
 `ambiguous`. A shared CPU's speed moves within a run enough to hide or fake a slowdown,
-hence `at_one_speed`, which may only lower a slowdown; a rise that came back is none.
-"""
+hence `at_one_speed`, which may only lower a slowdown; a rise that came back is none."""
 
 from __future__ import annotations
 
