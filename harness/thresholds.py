@@ -1,7 +1,6 @@
 """Thresholds for the verdict statistics, each named once with the default the detection
-benchmark (`benchmarks/detection.py`) was tuned against. Users set the `SETTABLE` ones in
-matrix.yaml's `analysis:` block or with `--set analysis.KEY=VALUE`. Values are checked on
-construction, so a bad matrix fails before any container starts.
+benchmark (`benchmarks/detection.py`) was tuned against. `SETTABLE` ones are set in
+matrix.yaml's `analysis:` or by `--set analysis.KEY=VALUE`; a bad one fails before any run.
 
 Example:
     >>> AnalysisConfig(alpha=0.01, leak_floor_bytes=4 * 2**20).min_ratio
@@ -64,58 +63,43 @@ class AnalysisConfig:
     """Thresholds for memory-trend, step-trend and between-cell decisions.
 
     Attributes:
-        alpha: Significance level of every Mann-Whitney U test (asv uses 0.002).
-        min_ratio: Median step-time ratio that counts as a slowdown; its reciprocal, faster.
-        peak_min_ratio: Peak-memory ratio between cells that counts as higher/lower.
-        peak_floor_bytes: Peak differences below this are "~", so small processes don't flap.
-        leak_floor_bytes: Growth over the measured span below this is never a leak.
-        leak_floor_relative: The same floor relative to the median level; the larger applies.
-        noise_multiple: The floor is at least this multiple of the series' noise band.
-        drawdown_multiple: ... and of the largest fall from an earlier high (GC, trims).
-        confidence: Two-sided confidence of the whole-span slope interval.
-        late_confidence: The same for the late window; lower, asked once growth is proven.
-        late_fraction: Share of the run's calls that form the late window.
-        stall_fraction: A grown series is a plateau only when the late slope's upper bound is
-            below this share of the whole-span slope.
-        autocorrelation: Widen slope intervals for lag-1 autocorrelated residuals (GC
-            sawtooth, allocator steps), else level shifts read as leaks.
-        max_autocorrelation: Cap on the estimated lag-1 autocorrelation.
-        min_samples: Fewer memory samples than this give "insufficient".
-        max_points: Longer series are binned to this many medians before the O(n^2) fit.
-        step_window: Share of the step times in each of the early and late windows.
-        min_step_samples: Fewer step times than this never give a slowdown.
-        heap_floor_bytes: `leak_floor_bytes` for the nearly noiseless glibc heap series.
-        live_floor_bytes: Per-call floor: steady growth wholly above it is never `ok`
+        alpha: significance level of every Mann-Whitney U test (asv uses 0.002).
+        min_ratio: median step-time ratio that counts as slower (its reciprocal, faster).
+        peak_min_ratio, peak_floor_bytes: a peak ratio that counts; a difference under which
+            peaks are "~", so small processes don't flap.
+        leak_floor_bytes, leak_floor_relative: growth floors, absolute and of the median level.
+        noise_multiple, drawdown_multiple: floor multiples of the noise band and the largest fall.
+        confidence, late_confidence: two-sided, of the whole-span and late slope intervals.
+        late_fraction: share of the run's calls that form the late window.
+        stall_fraction: a plateau's late slope bound is under this share of the whole slope.
+        autocorrelation, max_autocorrelation: widen slope intervals for GC sawtooth; its cap.
+        min_samples: fewer memory samples than this give "insufficient".
+        max_points: longer series are binned to this many medians before the O(n^2) fit.
+        step_window: share of the step times in each of the early and late windows.
+        min_step_samples: fewer step times than this never give a slowdown.
+        heap_floor_bytes: `leak_floor_bytes` for the nearly noiseless glibc heap.
+        live_floor_bytes: per-call floor: steady growth wholly above it is never `ok`
             (`analysis.rules.steady_above`), and a live look stops on `ok` only below it.
-        live_min_growth_bytes: The per-call rule's least total growth, in bytes.
-        live_decay_ratio: The per-call rule's last third must keep this share of the whole
-            run's rate (a filling cache slows down).
-        contention_share: A within-run slowdown this much explained by run-queue delay (or
-            throttling) is `ambiguous`, not a slowdown.
-        busy_share: A confirmation round with this share of run-queue delay is left out;
-            below it the round is corrected for the delay and the CPU speed.
-        speed_spread: A round whose runs' CPU speeds differ by more than this factor, and
-            whose raw and speed-scaled ratios disagree, is replaced.
-        recheck_share: Compared cells get confirmation rounds whenever either ran with this
-            share of run-queue delay: load can hide a change as well as fake one.
-        round_confidence: Confidence of the per-round ratio interval that must clear
-            `min_ratio` to confirm a regression.
-        peak_regression_ratio: A peak RSS this many times the baseline's is a regression;
-            below it only "higher" (new releases routinely import more code).
-        fill_share: The largest cache a run may still be filling, as a share of the median
-            level: growth such a fill fits is `ambiguous` and reruns longer. 0: off.
-        fill_bytes: The cap on that fill in bytes (0: the check off as well).
-        leak_large_bytes: Growth a live look may stop on as a leak; below it the run goes
-            on to its budget, where a cache may level off.
-        ok_floor_bytes: A live look stops on `ok` only below this many bytes per call.
-        busy_min_ratio: A busy round counts only where CPU time and wall clock agree (both
-            no change, or both past this ratio): load inflates both, never by a factor.
-        live_ok_share: A live look stops on `ok` only past this share of the run's length,
-            since later growth reads flat until it starts. 1: never; 0: as soon as flat.
-        short_calls: A short run reading a small leak reruns to this many calls (rule
-            `short`): common caches hold up to ~1,024 entries and fill like leaks. 0: never.
-        step_floor_s: Step-time differences below this are never a slowdown. 0: judged by
-            ratio against the rounds' noise at every step size, as pyperf and asv do.
+        live_min_growth_bytes, live_decay_ratio: the per-call rule's least total growth, and the
+            share of the run's rate its last third keeps (a filling cache slows down).
+        contention_share: a slowdown this much explained by run-queue delay is `ambiguous`.
+        busy_share: a round with this share of run-queue delay is left out, else corrected.
+        speed_spread: a round whose CPU speeds differ past this and whose ratios disagree is redone.
+        recheck_share: either cell this busy gets rounds: load hides a change as well as fakes it.
+        round_confidence: confidence of the per-round ratio interval that must clear `min_ratio`.
+        peak_regression_ratio: a peak RSS this many times the baseline's is a regression, below
+            it only "higher" (new releases routinely import more code).
+        fill_share, fill_bytes: the largest cache still filling, as a share of the median level
+            and in bytes: growth it fits is `ambiguous` and reruns longer (0: off).
+        leak_large_bytes: growth a live look stops on; smaller, the run goes on (a cache levels).
+        ok_floor_bytes: a live look stops on `ok` only below this many bytes per call.
+        busy_min_ratio: a busy round counts only if CPU time and wall clock agree (both under or
+            both past this ratio): load inflates both, never by a factor.
+        live_ok_share: a live look stops on `ok` only past this share of the run (1: never),
+            as later growth reads flat until it starts.
+        short_calls: a short run reading a small leak reruns to this many calls (0: never):
+            common caches hold up to ~1,024 entries and fill like leaks.
+        step_floor_s: step-time differences below this are never a slowdown (0: ratio alone).
     """
 
     alpha: float = 0.002
@@ -188,14 +172,7 @@ class AnalysisConfig:
                 )
 
     def floor(self, median_level: float) -> float:
-        """Return the growth floor in bytes for a series whose median level is given.
-
-        Args:
-            median_level: Median of the series in bytes.
-
-        Returns:
-            The larger of the absolute and the relative leak floor.
-        """
+        """The growth floor in bytes: the larger of the absolute and the relative leak floor."""
         return max(self.leak_floor_bytes, self.leak_floor_relative * abs(median_level))
 
 

@@ -1,12 +1,8 @@
-"""A cell against its row's baseline: pooled step times and peak memory, and the facts the
-verdict reads of them (`baseline_facts`, for a sweep and a re-analysis alike).
+"""A cell against its row's baseline (`baseline_facts`): steps by asv's rule (Mann-Whitney
+p < `alpha`, median ratio beyond `min_ratio`), peaks by `peak_min_ratio`/`peak_floor_bytes`.
 
-Step times follow asv's rule: a change needs a two-sided Mann-Whitney p < `alpha` and a
-ratio of medians outside [1/min_ratio, min_ratio]; peaks, one number per cell, need
-`peak_min_ratio` and `peak_floor_bytes`. A change is confirmed only on interleaved rounds
-(B S B S ...): pooled autocorrelated steps make a small load drift look certain. Two or
-more rounds must count, all agree, and their interval lie beyond `min_ratio`.
-"""
+A change is confirmed only on interleaved rounds (B S B S ...), all agreeing: pooled
+autocorrelated steps make a small load drift look certain."""
 
 from __future__ import annotations
 
@@ -53,17 +49,12 @@ from harness.thresholds import AnalysisConfig
 def compare_steps(
     base: npt.NDArray[np.float64], other: npt.NDArray[np.float64], cfg: AnalysisConfig
 ) -> StepComparison:
-    """Compare the step times of a cell with the baseline's.
+    """Compare a cell's step times with the baseline's: ratio of medians, p-value, direction;
+    ValueError if a sample is empty or the baseline median is not positive.
 
     Args:
-        base, other: Seconds per measured iteration of the baseline and the cell.
-        cfg: Supplies `alpha` and `min_ratio`.
-
-    Returns:
-        The ratio of medians, the p-value and the direction.
-
-    Raises:
-        ValueError: Either sample is empty, or the baseline median is not positive.
+        base, other: seconds per measured iteration of the baseline and the cell.
+        cfg: the analysis settings.
     """
     b = np.asarray(base, dtype=np.float64)
     o = np.asarray(other, dtype=np.float64)
@@ -98,18 +89,12 @@ def unchanged_because(steps: StepComparison, cfg: AnalysisConfig) -> str:
 
 
 def compare_peaks(base_peak: float, other_peak: float, cfg: AnalysisConfig) -> PeakComparison:
-    """Compare the peak memory of a cell with the baseline's.
+    """Compare a cell's peak memory with the baseline's: the ratio and the direction;
+    ValueError if a peak is negative or not finite, or the baseline's is zero.
 
     Args:
-        base_peak, other_peak: Peak bytes of the baseline and the cell.
-        cfg: Supplies `peak_min_ratio` and `peak_floor_bytes`.
-
-    Returns:
-        The ratio and the direction.
-
-    Raises:
-        ValueError: The baseline peak is not positive and finite, or the other is
-            negative or not finite.
+        base_peak, other_peak: peak bytes of the baseline and the cell.
+        cfg: the analysis settings.
     """
     if not (np.isfinite(base_peak) and base_peak > 0.0):
         raise ValueError(
@@ -141,13 +126,11 @@ def compare_to_baseline(base_times: np.ndarray, base_peak: float | None,
 
 def baseline_facts(cfg: AnalysisConfig, base: Series, series: Series, label: str,
                    rounds: int, *, good: bool) -> Baseline:
-    """Pooled step times, peaks and CPU times of `series` against its baseline's, and for a
-    cell good within its run how busy the host was.
+    """Steps, peaks and CPU times of `series` against its baseline's, and how busy the host was.
 
     Args:
-        label: The baseline image's label, as reasons name it.
-        rounds: The confirmation rounds the cell's settings ask for.
-        good: The within-run verdict is good (only then do rounds matter).
+        label: the baseline image's label, as reasons name it.
+        rounds, good: the confirmation rounds asked for; they matter only if `good` within run.
     """
     steps, peaks = compare_to_baseline(base.cols.steps, base.cols.peaks.get("rss"),
                                        series.cols.steps, series.cols.peaks.get("rss"), cfg)
@@ -247,15 +230,12 @@ def _span(indices: list[int]) -> str:
 
 def decide_rounds(rounds: list[Round], suspected: Direction,
                   cfg: AnalysisConfig) -> Confirmation:
-    """Decide a suspected change ("slower" or "faster") from interleaved rounds.
+    """Decide a suspected change from interleaved rounds: the direction ("~" unless every
+    usable round agrees and the interval clears `min_ratio`), interval and deciding rounds.
 
     Args:
-        rounds: The rounds run, in order; `excluded` ones are reported, not used.
-        cfg: Supplies `min_ratio`, `round_confidence` and `step_floor_s`.
-
-    Returns:
-        The confirmed direction ("~" unless every usable round agrees and the interval
-        clears the threshold), the interval and the deciding rounds.
+        rounds: the rounds run, in order; `excluded` ones are reported, not used.
+        cfg: the analysis settings.
     """
     usable = [r for r in rounds if r.excluded is None and r.base_s > 0 and r.other_s > 0]
     left_out = [r for r in rounds if r not in usable]

@@ -23,29 +23,25 @@ ENDINGS = ("oom", "timeout", "crash", "not-applicable")
 
 @dataclass(frozen=True, slots=True)
 class Facts(Record):
-    """What the rules read beside the memory trends, each in words with its figures (""
-    or None: not so); built once per cell (`decision.decide`), stored in result.json.
+    """What the rules read beside the memory trends, in words with figures ("" or None: not so);
+    built once per cell (`decision.decide`), stored in result.json.
 
     Attributes:
-        unavailable: Why the image or engine could not be had.
-        runaway: The safety stop ended the run: what grew, past what, at which call.
-        precheck: Why the GPU precheck found the image cannot use the GPU.
-        gpu_check: What the GPU precheck found of any kind, for `--reanalyze`.
-        ended: How the run ended before its last call (`ENDINGS`), and `ended_why`.
-        crowded: Killed at its deadline while the host took most of its time.
-        gpu_unusable: What the run's log showed of an image that cannot use the GPU.
-        filling: The memory sources whose growth a bounded fill still fits.
-        capped: Its cap stopped it with most of its budget left, and it may run again.
-        short: Its budget ended it under `short_calls` calls, and it may run again.
-        budget_calls: The calls the cell's next run makes.
-        slowdown: Late steps slower than early ones: the figures.
-        rising: A first run's slowdown, and the calls of the run twice as long that looks
-            again (a cost that cycles with the input rises through a short run).
-        once: That slowdown was read in this run only: a suspicion (rule `one-run`).
-        busy: Contention accounts for that slowdown, and the step did no more work.
-        regression: Worse than the row's baseline, confirmed: the figures.
-        suspected: Slower than the baseline pooled, no rounds to confirm it.
-        unsettled: Rounds ran for a doubt about a slowdown and left it open.
+        unavailable: why the image or engine could not be had.
+        runaway: the safety stop ended the run: what grew, past what, at which call.
+        precheck, gpu_check: why the GPU precheck found the GPU unusable; all it found.
+        ended: how the run ended before its last call (`ENDINGS`), and `ended_why`.
+        crowded: killed at its deadline while the host took most of its time.
+        gpu_unusable: what the run's log showed of an image that cannot use the GPU.
+        filling: the memory sources whose growth a bounded fill still fits.
+        capped, short: its cap (most budget left) or budget (< `short_calls`) ended it; may rerun.
+        budget_calls: the calls the cell's next run makes.
+        slowdown, rising: late steps slower than early ones; a first run's, and the calls of the
+            twice-as-long run that looks again.
+        once, busy: that slowdown was read in this run only (rule `one-run`); contention
+            accounts for it, and the step did no more work.
+        regression, suspected: worse than the baseline, confirmed; slower pooled, unconfirmed.
+        unsettled: rounds ran for a doubt about a slowdown and left it open.
     """
 
     unavailable: str | None = None

@@ -39,12 +39,9 @@ class Kind:
 
     Attributes:
         junit: junit.xml's element for it (a bad kind is never "passed").
-        colour: the terminal's colour for it.
-        symbol: the grid's one-character token for it.
-        paint: report.html's colour for it.
+        colour, symbol, paint: the terminal's colour, the grid's token, report.html's colour.
         severity: report.html's sort order, worst first.
-        verb: what the scenario does, in `harness compare`'s sentences ("leaks").
-        title: the same in an issue draft's title ("leaks memory").
+        verb, title: what the scenario does in `harness compare` ("leaks") and an issue title.
         attribute: what `harness explain` attributes for a cell of this kind.
         figure: the figure the grid's token and the cell's words lead with.
         cut_short: the run ended before its last call: `harness fit` reads it as not fitting.

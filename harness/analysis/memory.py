@@ -1,12 +1,8 @@
 """The one decision of memory growth: what a cell's memory did, from its samples so far.
 
-`memory_reading(series, cfg)` is pure, asked alike by the live decider, the post-run
-verdict and `--reanalyze`. Per source, `trend_and_fill` fits Theil-Sen slopes over the
-whole span and the late window (by calls, not readings), with Sen's interval widened for
-autocorrelated readings, and the rules decide the kind. A leak must also be growth no
-bounded fill explains (`fill_check`): a cache still filling grows like a leak over a
-short run. The rules and their floors: docs/verdicts.md.
-"""
+`memory_reading` is pure, asked alike live, after the run and by `--reanalyze`. Per source,
+`trend_and_fill` fits Theil-Sen slopes (whole span, late window) and the rules decide; a
+leak must also be growth no bounded fill explains (`fill_check`). Floors: docs/verdicts.md."""
 
 from __future__ import annotations
 
@@ -61,11 +57,8 @@ def bin_medians(
     """Reduce a long series to at most `max_points` medians of consecutive bins, in O(n).
 
     Args:
-        iters, values: Iteration index of each sample (increasing), and its value.
-        max_points: Largest number of points to return.
-
-    Returns:
-        The binned iterations and values; the inputs themselves when already short.
+        iters, values: iteration of each sample (increasing), and its value.
+        max_points: the most points to return (fewer inputs come back as they are).
     """
     n = values.size
     if n <= max_points:
@@ -85,17 +78,14 @@ def bin_medians(
 def theil_sen(
     x: FloatArray, y: FloatArray, confidence: float, cfg: AnalysisConfig, min_rho: float = 0.0
 ) -> SlopeFit:
-    """Fit a Theil-Sen slope with Sen's interval, widened for autocorrelated residuals.
-    O(n^2): bin long series first.
+    """Theil-Sen slope with Sen's interval, widened for autocorrelated residuals; O(n^2), so
+    bin long series first.
 
     Args:
-        x, y: Abscissae (increasing) and ordinates.
-        confidence: Two-sided confidence level of the interval.
-        cfg: Supplies `autocorrelation` and `max_autocorrelation`.
-        min_rho: Lower bound on the autocorrelation (e.g. from a longer stretch).
-
-    Returns:
-        The slope, its interval and the autocorrelation used.
+        x, y: abscissae (increasing) and ordinates.
+        confidence: two-sided confidence level of the interval.
+        cfg: the analysis settings.
+        min_rho: lower bound on the autocorrelation (e.g. from a longer stretch).
     """
     n = x.size
     i, j = np.triu_indices(n, 1)
@@ -156,14 +146,13 @@ class Fill:
     """Whether a bounded fill could still explain a source's growth at this length.
 
     Attributes:
-        possible: A saturating fill no larger than `bound` fits the data.
-        growth, calls: Bytes grown over the measured calls, and their number.
-        amplitude: The smallest fill that fits the growth and the fall in rate from the
-            first third to the last (inf: no fill fits).
-        rerun: Calls a run again measures to tell a leak from a fill.
-        bound: The largest fill allowed (`fill_share` of the level, `fill_bytes` at most).
-        fell: A fall of a quarter of the growth or more where no fill fits (a cache that
-            evicts in bursts), else 0.
+        possible, bound: a saturating fill no larger than `bound` (`fill_share` of the level,
+            `fill_bytes` at most) fits the data.
+        growth, calls: bytes grown over the measured calls, and their number.
+        amplitude: the smallest fill fitting the growth and its fall in rate (inf: none fits).
+        rerun: calls a run again measures to tell a leak from a fill.
+        fell: a fall of a quarter of the growth or more where no fill fits (a cache evicting in
+            bursts), else 0.
     """
 
     possible: bool
@@ -198,16 +187,13 @@ def drawdown(y: FloatArray) -> float:
 
 def fill_check(iters: FloatArray, values: FloatArray, cfg: AnalysisConfig,
                calls: int | None = None) -> Fill:
-    """Whether a leaking source's growth could still be a bounded fill: the smallest fill
-    that fits the first and last thirds' slopes is ruled out past `cfg.fill_share` of the
-    level or `cfg.fill_bytes` (0 turns the check off). Asked live and after the run.
+    """Whether a leaking source's growth could still be a bounded fill no larger than
+    `cfg.fill_share` of the level or `cfg.fill_bytes` (0: no check); asked live and after.
 
     Args:
-        iters, values: Calls of the readings (increasing) and bytes at each.
-        calls: Measured calls of the run (default: the readings' span).
-
-    Returns:
-        The check, with the re-run length `FILL_RERUN` times the calls."""
+        iters, values: calls of the readings (increasing) and bytes at each.
+        calls: measured calls of the run (default: the readings' span).
+    """
     x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
     span = float(x[-1] - x[0]) if x.size else 0.0
     measured = int(calls if calls is not None else span)
@@ -264,21 +250,16 @@ def trend_and_fill(
     min_samples: int | None = None, per_call: bool = True,
     creep_calls: float = math.inf,
 ) -> tuple[MemoryTrend, Fill | None]:
-    """Classify the trend of one memory source after warm-up (long series binned first).
+    """Classify one memory source's trend after warm-up, and the fill check that turned a
+    leak `ambiguous` (else None).
 
     Args:
-        source: Name of the source ("rss", "uss", "heap", "cgroup", "gpu", ...).
-        iters, values: Calls of each post-warm-up sample (increasing) and its bytes.
-        min_samples: Fewer readings give "insufficient" (default `cfg.min_samples`).
-        per_call: Apply the per-call rule; not for RSS and the cgroup, which pages move.
-        creep_calls: The most calls a creep's next run may ask for (`CREEP_MAX_S`).
-
-
-    Returns:
-        The trend, and the fill check where it turned a leak `ambiguous` (else None).
-
-    Raises:
-        ValueError: `iters` and `values` differ in length."""
+        source: the source's name ("rss", "uss", "heap", "cgroup", "gpu", ...).
+        iters, values: calls of each post-warm-up sample (increasing) and its bytes.
+        min_samples: fewer readings give "insufficient" (default `cfg.min_samples`).
+        per_call: apply the per-call rule; not for RSS and the cgroup, which pages move.
+        creep_calls: the most calls a creep's next run may ask for (`CREEP_MAX_S`).
+    """
     x, y = np.asarray(iters, dtype=np.float64), np.asarray(values, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError(
@@ -385,12 +366,10 @@ class MemoryReading:
 
     Attributes:
         kind: leak, filling, insufficient, unsure, unconfirmed, plateau or ok.
-        reason: The reading in words, with its figures.
-        carrier: The source the reading is about.
-        memory: Every source's trend.
-        fill: The fill check behind `filling`.
-        findings: The leak findings, one per leaking carrier; a plateau's.
-        rerun: The calls an ambiguous cell's next run measures (None: twice this run).
+        reason, carrier: the reading in words with its figures, and the source it is about.
+        memory, fill, findings: every source's trend; the fill check behind `filling`; the leak
+            findings, one per leaking carrier (a plateau's).
+        rerun: the calls an ambiguous cell's next run measures (None: twice this run).
     """
 
     kind: Reading

@@ -197,16 +197,14 @@ class LiveRun(LiveDecision):
 class Explained(Record):
     """Contention per step (seconds) in the early and late windows of a run.
 
-    A throttled thread's run-queue delay already holds its throttled time, so the larger
-    rise counts, never their sum.
-
     Attributes:
-        early_s, late_s: Run-queue delay per step, early and late windows.
-        throttle_rise_s: Rise of the cgroup's throttled time per step, early to late.
-        extra_s: Late minus early median step time (the slowdown to explain).
-        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s (0 without).
-        slower_cpu_s: Step time a slower CPU accounts for (a busy sibling or lower clock).
-        cpu_speed: Late CPU speed over early (canary loop), None if not recorded.
+        early_s, late_s: run-queue delay per step, early and late windows.
+        throttle_rise_s: rise of the cgroup's throttled time per step, early to late.
+        extra_s: late minus early median step time (the slowdown to explain).
+        share: max(late_s - early_s, throttle_rise_s, slower_cpu_s) / extra_s (0 without);
+            no sum, as a throttled thread's run-queue delay holds its throttled time.
+        slower_cpu_s: step time a slower CPU accounts for (a busy sibling or lower clock).
+        cpu_speed: late CPU speed over early (canary loop), None if not recorded.
     """
 
     early_s: float
@@ -245,15 +243,13 @@ CLOCK_DROP = 0.95   # late SM clock at or under this share of the early one: it 
 
 @dataclass(frozen=True, slots=True)
 class GpuTime(Record):
-    """The device behind a slowdown: busy time per step and SM clock, early vs late (each
-    None where NVML did not record it).
+    """The device behind a slowdown: busy time per step and SM clock, early vs late (None: no NVML).
 
     Attributes:
-        extra_s: Late minus early median step time (the slowdown), seconds.
-        early_busy_s, late_busy_s: Device busy seconds per step.
-        early_util, late_util: Median utilization (percent).
-        early_sm_mhz, late_sm_mhz: Median SM clock (MHz).
-        reasons: The power and thermal clock-event reasons seen in the late window.
+        extra_s: late minus early median step time (the slowdown), seconds.
+        early_busy_s, late_busy_s, early_util, late_util, early_sm_mhz, late_sm_mhz: device
+            busy seconds per step, median utilization (%) and median SM clock (MHz).
+        reasons: the power and thermal clock-event reasons seen in the late window.
     """
 
     extra_s: float = 0.0
@@ -312,10 +308,9 @@ class StepComparison(Record):
     """Step times of a cell against the baseline.
 
     Attributes:
-        ratio: median(other) / median(base).
-        p_value: Two-sided Mann-Whitney U p-value.
+        ratio, p_value: median(other) / median(base), and the two-sided Mann-Whitney p-value.
         direction: "slower"/"faster" when significant and beyond `min_ratio`, else "~".
-        n_base, n_other: Number of step times of each.
+        n_base, n_other: the number of step times of each.
     """
 
     ratio: float
@@ -345,14 +340,12 @@ class Round(Record):
     """One baseline run and one suspect run, back to back.
 
     Attributes:
-        index: 1-based round number.
-        base_s, other_s: Median step time of each run, seconds, at one CPU speed.
-        base_busy, other_busy: Contention share of each run (None: not recorded).
-        excluded: Why the round does not count, or None.
-        speed: The suspect run's CPU speed over the baseline's (None: not measured).
-        base_sm_mhz, other_sm_mhz: Each run's median GPU SM clock (MHz; None: no clock).
-        cpu_ratio: The suspect's CPU time per step over the baseline's, which lets a busy
-            round count; None when not recorded.
+        base_s, other_s: median step time of each run, seconds, at one CPU speed.
+        base_busy, other_busy: contention share of each run (None: not recorded).
+        index, excluded: 1-based round number; why the round does not count, or None.
+        speed: the suspect run's CPU speed over the baseline's (None: not measured).
+        base_sm_mhz, other_sm_mhz: each run's median GPU SM clock (MHz; None: no clock).
+        cpu_ratio: the suspect's CPU time per step over the baseline's, so a busy round counts.
     """
 
     index: int
@@ -384,13 +377,10 @@ class Confirmation(Record):
     """What the rounds said about a suspected change.
 
     Attributes:
-        suspected: The pooled comparison's direction that was put to the test.
-        direction: The confirmed direction, "~" when not confirmed.
-        ratio, lo, hi: Geometric mean of the usable rounds' ratios (NaN without) and its
-            interval.
-        decided_by: Indices of the rounds that decided.
-        reason: One line for the report.
-        rounds: Every round, excluded ones included.
+        suspected, direction: the pooled direction put to the test, and the confirmed one ("~").
+        ratio, lo, hi: geometric mean of the usable rounds' ratios (NaN without), its interval.
+        decided_by, rounds: the deciding rounds' indices, and every round, excluded included.
+        reason: one line for the report.
     """
 
     suspected: Direction
@@ -433,13 +423,12 @@ def _num(x: float) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class VsBaseline(Record):
-    """A cell against its row's baseline: pooled step times, CPU times, peak RSS and the
-    interleaved rounds when they ran.
+    """A cell against its row's baseline: pooled steps, CPU times, peak RSS and any rounds.
 
     Attributes:
-        baseline: The baseline image's label.
-        direction: The rounds' direction; else "suspected slower"/"suspected faster"/"~"
-            from the pooled steps or a busy host; None when nothing raised a doubt.
+        baseline: the baseline image's label.
+        direction: the rounds' direction; else "suspected slower"/"faster"/"~" from the pooled
+            steps or a busy host; None when nothing raised a doubt.
     """
 
     baseline: str

@@ -1,13 +1,9 @@
-"""Every table of rules: each a `Rule` (id, what it decides, when, the thresholds it reads,
-a test over the table's evidence); the first that fires decides (`first_of`).
+"""Every table of rules: each `Rule` has an id, what it decides, when, the thresholds it reads
+and a test over the table's evidence; the first that fires decides (`first_of`).
 
-`TABLES` lists them in reading order; docs/verdicts.md's lists are generated from it
-(`python -m harness.analysis.rules docs/verdicts.md`, a test compares) and `--why` reads
-it. Every threshold a decision compares is compared here, not where the figures are
-computed, and the id of the rule that fired is kept in the result so `--why` can name it.
-The verdict's table (`RULES`) is asked by the live decider (memory rules only),
-`decision.decide` and the row comparison; a verdict's words come afterwards.
-"""
+`TABLES` lists them in reading order, for docs/verdicts.md (generated, a test compares) and
+`--why`, which names the rule that fired. Every threshold a decision compares is compared
+here, not where the figures are computed."""
 
 from __future__ import annotations
 
@@ -93,15 +89,10 @@ class TrendEvidence:
     """A source's figures (`memory.trend_and_fill`), as its kind's rules read them.
 
     Attributes:
-        n, least: Readings after warm-up, and the fewest a kind needs.
-        span: Calls between the first and last reading.
-        whole, late: Theil-Sen slopes over the whole span and the late window (None
-            before they are fitted: only `too-few` is asked then).
-        growth, rise: The whole slope times the span, and the last readings' median less
-            the first's (bytes).
-        floor: The source's floor (bytes).
-        per_call: The per-call rule applies (not to RSS or the cgroup: pages move them).
-        creep_calls: The most calls a creep's next run may ask.
+        n, least, span: readings after warm-up, the fewest a kind needs, calls they span.
+        whole, late: Theil-Sen slopes, whole span and late window (None: only `too-few` asked).
+        growth, rise: the whole slope times the span, and last less first readings' median.
+        floor, per_call, creep_calls: the source's floor (bytes); as `trend_and_fill` takes them.
     """
 
     cfg: AnalysisConfig
@@ -203,9 +194,8 @@ class CollectedEvidence:
     """The heap's trend beside the `gc.collect()` after the last call (`memory.garbage`).
 
     Attributes:
-        kind, creep: The heap's kind ("" without a collection reading); it creeps.
-        grew, kept: Bytes over its first reading before and after the collection.
-        floor: The heap's floor.
+        kind, creep, floor: the heap's kind ("" without a collection reading), creep and floor.
+        grew, kept: bytes over its first reading before and after the collection.
     """
 
     kind: str = ""
@@ -591,12 +581,12 @@ class LiveEvidence:
     """What a live look read of the samples so far (`sequential.decided`).
 
     Attributes:
-        leak: The carrier of a leak the memory rules read ("" none), `grown` its growth.
-        flat: The first needed source, where memory reads `ok` ("" not so).
-        upper: The highest upper bound of the needed sources' slopes, whole and late.
-        measured: The share of its run measured (`sequential.LiveDecider.share`).
+        leak, grown: the carrier of a leak the memory rules read ("" none), and its growth.
+        flat, upper: the first needed source where memory reads `ok` ("" not so); the highest
+            upper bound of the needed sources' slopes, whole and late.
+        measured: the share of its run measured (`sequential.LiveDecider.share`).
         large, floor, ok_share: `leak_large_bytes`, `ok_floor_bytes`, `live_ok_share`.
-        rose: Whether the step times so far rose; lazy, as it reads every step.
+        rose: the step times so far rose; lazy, as it reads every step.
     """
 
     leak: str = ""
@@ -648,12 +638,10 @@ class RoundEvidence:
     """What a confirmation round's two runs showed (`baseline.judged`).
 
     Attributes:
-        failed: Why a run of the round failed or measured no step ("" none).
-        plain, scaled: The suspect's step time over the baseline's, as measured (less
-            run-queue delay) and at one CPU speed.
-        speed: The suspect run's CPU speed over the baseline's (None: not timed).
-        busy: Each run's run-queue share of its step time, by name (None: not recorded).
-        cpu: The suspect's CPU time per step over the baseline's (None: not recorded).
+        failed: why a run of the round failed or measured no step ("" none).
+        plain, scaled: suspect over baseline step time, less run-queue delay, at one CPU speed.
+        speed, cpu: the suspect's CPU speed and CPU time per step over the baseline's (None: no).
+        busy: each run's run-queue share of its step time, by name (None: not recorded).
     """
 
     cfg: AnalysisConfig = field(default_factory=AnalysisConfig)
@@ -730,12 +718,11 @@ class LengthEvidence:
     """Whether a run's end cut its reading short (`decision.read_run`).
 
     Attributes:
-        again: The cell may run again (repeats left, no `--iterations`).
-        capped, ended: Its cap (with most of its budget left) or its budget ended it, in
-            words ("" not so).
-        grown: What the largest leaking carrier grew (None: none leaks).
-        done, asked: The calls it made, and its cap.
-        room: The calls a run again may make within the `overrun` bound (None: none).
+        again: the cell may run again (repeats left, no `--iterations`).
+        capped, ended: its cap (most budget left) or its budget ended it, in words.
+        grown, room: what the largest leaking carrier grew; the calls a run again may make
+            within the `overrun` bound (each None: none).
+        done, asked: the calls it made, and its cap.
     """
 
     cfg: AnalysisConfig
@@ -810,14 +797,12 @@ class RerunEvidence:
     """What decides whether an undecided cell runs again, and how (`stages.measure`).
 
     Attributes:
-        undecided: Its verdict is one a longer run may settle (`kinds.RUN_LONGER`).
-        spent, script: Its repeats are spent; a whole script ran once.
+        undecided: a longer run may settle its verdict (`kinds.RUN_LONGER`).
+        spent, script, budgeted: its repeats are spent; a script ran once; it has a time budget.
         asked: `--iterations` was given: the most calls any run of it makes.
-        busy, crowded: Rule `busy-host` or `timeout-busy` left it undecided.
-        budgeted: It runs for a time budget.
-        short, capped: Rule `short` or `capped`: its budget or its cap cut it short.
-        seconds: What the next attempt of a kind would take at this run's pace.
-        timeout, left: The cell's timeout, and what is left of its `overrun` bound (s).
+        busy, crowded, short, capped: the rule of that name left it undecided.
+        seconds, timeout, left: the next attempt's time at this run's pace; the cell's timeout;
+            what is left of its `overrun` bound.
     """
 
     undecided: bool = False
@@ -933,14 +918,12 @@ VOIDED = "busy host"
 
 @dataclass(frozen=True)
 class StepEvidence:
-    """A run's step times, early against late (`stepreading.step_trend`).
+    """A run's step times (`n` of them), early against late (`stepreading.step_trend`).
 
     Attributes:
-        n: Step times.
-        p_value, ratio: One-sided Mann-Whitney p (late slower) and the ratio of medians.
-        rise_s: The late median less the early one (seconds).
-        trend_p: One-sided Kendall tau p over bin medians: rising bin after bin.
-        back: Where the rise came back down (a step index; 0: it did not); lazy.
+        p_value, ratio: one-sided Mann-Whitney p (late slower), and the ratio of medians.
+        rise_s, trend_p: late less early median (s); one-sided Kendall p over bin medians.
+        back: where the rise came back down (a step index; 0: it did not); lazy.
     """
 
     cfg: AnalysisConfig
@@ -1000,10 +983,9 @@ class LoadEvidence:
     """A slowdown beside the host's load (`stepreading.read_steps`); None: not recorded.
 
     Attributes:
-        share: The share of `extra_s` that run-queue delay or throttling accounts for.
-        extra_s: The extra step time (late median less early, seconds).
-        cpu_rise_s, cpu_ratio: CPU time per step's rise, and its late/early ratio where
-            that is itself a slowdown.
+        share, extra_s: the share of the extra step time (late less early median) that run-queue
+            delay or throttling accounts for, and that time.
+        cpu_rise_s, cpu_ratio: CPU time per step's rise, and its late/early ratio.
     """
 
     cfg: AnalysisConfig
@@ -1154,9 +1136,8 @@ class ConfirmEvidence:
     """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
 
     Attributes:
-        ratios: Each usable round's ratio, suspect over baseline.
-        lo, hi: The `round_confidence` interval of the mean ratio.
-        diff_s: The median absolute step-time difference of the rounds (seconds).
+        ratios, lo, hi: each usable round's ratio, and the mean's `round_confidence` interval.
+        diff_s: the median absolute step-time difference of the rounds (seconds).
     """
 
     cfg: AnalysisConfig
@@ -1192,9 +1173,8 @@ class SettledEvidence:
     """The rounds so far (`baseline.settled`).
 
     Attributes:
-        suspected, direction: The direction put to the test ("~": a busy host asked for
-            the rounds), and the one confirmed so far.
-        ratios, lo, hi: Each usable round's ratio, and their mean's interval.
+        suspected, direction: the direction put to the test ("~": a busy host asked), and so far.
+        ratios, lo, hi: each usable round's ratio, and their mean's interval.
     """
 
     cfg: AnalysisConfig
@@ -1239,14 +1219,10 @@ class UnsettledEvidence:
     """Rounds run for a doubt about a slowdown, as rule `unsettled` reads them.
 
     Attributes:
-        suspected, direction: The direction put to the test, and the one confirmed.
-        rounds, counted: The rounds run, and the timed ones that counted.
-        out: The ratios of the timed rounds left out.
-        busy: Every round left out was left out for a busy host.
-        rule: The confirmation's rule (`CONFIRM_RULES`).
-        lo, hi: The interval of the mean ratio of the rounds that counted.
-        why: Why rounds were left out, each reason once ("host busy").
-        asked: The rounds the cell's settings asked for (0: not known).
+        suspected, direction, rule: as in `SettledEvidence`; the rule of `CONFIRM_RULES`.
+        rounds, counted, asked: those run, the timed ones that counted, those asked (0: unknown).
+        out, lo, hi: the ratios of the timed rounds left out; the counted ones' interval.
+        busy, why: all left out for a busy host; each reason for leaving out, once.
     """
 
     cfg: AnalysisConfig

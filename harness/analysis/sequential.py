@@ -35,14 +35,11 @@ SPACING = 2
 
 
 def sign_evalue(above: Any, below: Any) -> Any:
-    """Return log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2,
-    vectorised over arrays of counts.
+    """log E: the uniform-mixture likelihood ratio of P(above) in [1/2, 1] vs 1/2, vectorised;
+    ValueError if a count is negative.
 
     Args:
-        above, below: Intervals on the tested side of the rate, and on the other side.
-
-    Raises:
-        ValueError: A count is negative.
+        above, below: intervals on the tested side of the rate, and on the other side.
     """
     a, b = np.asarray(above, dtype=np.float64), np.asarray(below, dtype=np.float64)
     if np.any(a < 0) or np.any(b < 0):
@@ -97,17 +94,14 @@ _KEEP = ("type", "src", "phase", "i", "t", "dt")
 
 
 class LiveDecider:
-    """Reads agent records in order; at each look asks the one memory decision of the
-    samples so far, and stops on a large leak or a certain `ok`.
+    """Reads agent records in order; each look asks the one memory decision of the samples so
+    far, and stops on a large leak or a certain `ok`. ValueError: bounds or thresholds out of
+    range, or `source` not in `SOURCES`.
 
     Args:
-        min_iterations: No decision before this many measured iterations.
-        max_iterations: Past this many it stops deciding; the post-run verdict decides.
-        source: One source of `SOURCES` to test alone (tests, benchmarks); default: all.
-        floor, min_growth, decay_ratio: The per-call rule's thresholds, in place of `cfg`'s.
-
-    Raises:
-        ValueError: Bounds or thresholds out of range, or `source` not in `SOURCES`.
+        min_iterations, max_iterations: it decides only between these many measured calls.
+        source: one source of `SOURCES` to test alone (tests, benchmarks); default: all.
+        floor, min_growth, decay_ratio: the per-call rule's thresholds, in place of `cfg`'s.
     """
 
     def __init__(self, cfg: AnalysisConfig, min_iterations: int, max_iterations: int,
@@ -292,14 +286,10 @@ class Watched:
 def watch_file(path: Path, decider: LiveDecider, control: Path, stop: threading.Event,
                poll_s: float = POLL_S,
                heard: Callable[[str, Mapping[str, object]], None] | None = None) -> Watched:
-    """Tail the agent's JSON-lines file through one `SeriesReader` into `decider` (and each
-    record into `heard`, where given).
+    """Tail the agent's JSON-lines file into `decider` (each record into `heard`), writing a
+    decision at once into `control`, which the agent polls, until `stop` and the file's end.
 
-    A decision is written at once as JSON into `control` (the agent polls for it); reading
-    goes on until `stop` is set and the file is read to its end.
-
-    Returns:
-        The decision (None when undecided) and the Series `read_samples(path)` gives.
+    Returns the decision (None: undecided) and the Series `read_samples(path)` gives.
     """
     reader = SeriesReader()
     decision: LiveDecision | None = None

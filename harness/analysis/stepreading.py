@@ -1,12 +1,10 @@
 """The step-time reading of one run, read once (`read_steps`): the trend a slowdown verdict
-reads (`step_trend`) and everything said beside it.
+reads (`step_trend`) and everything said beside it. Pure NumPy.
 
-Measured contention can make a slowdown `ambiguous`; the CPU-speed correction may only
-lower it; a rise that came back is none. Contention is measured by the agent (run-queue
-delay, throttling, CPU speed, GPU busy time and clock), not inferred from CPU time, which
-stays flat when a step waits on a sleep, a lock or a GPU. A shared CPU's speed moves
-within a run enough to hide or fake a slowdown, hence `at_one_speed`. Pure NumPy.
-"""
+Contention is measured by the agent (run-queue delay, throttling, CPU speed, GPU time), not
+inferred from CPU time, which stays flat while a step waits; it can make a slowdown
+`ambiguous`. A shared CPU's speed moves within a run enough to hide or fake a slowdown,
+hence `at_one_speed`, which may only lower a slowdown; a rise that came back is none."""
 
 from __future__ import annotations
 
@@ -90,15 +88,12 @@ def at_one_speed(series: Series) -> OneSpeed | None:
 
 def explain(series: Series, window: float, extra_s: float,
             count_speed: bool = True) -> Explained | None:
-    """Contention in the early and late `window` share of the measured steps.
+    """Contention in the early and late `window` share of the measured steps, and the share of
+    `extra_s` (late less early median step time) it explains; None if not recorded.
 
     Args:
-        series: The run; its step samples carry `rq_s`/`thr_s`.
-        extra_s: Late minus early median step time, seconds.
-        count_speed: Count a slower CPU as contention (False: times already at one speed).
-
-    Returns:
-        The rise and the share of `extra_s` it explains; None if not recorded.
+        series: the run; its step samples carry `rq_s`/`thr_s`.
+        count_speed: count a slower CPU as contention (False: times already at one speed).
     """
     cols = series.cols.contention
     if cols is None or not cols["steps"].size:
@@ -138,16 +133,12 @@ def busy_share(series: Series) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class RunStat:
-    """One run's step time for comparing runs: medians over its sample intervals (NaN
-    where not recorded).
+    """One run's step time for comparing runs: medians over its intervals (NaN: not recorded).
 
     Attributes:
-        net_s: Step time net of run-queue delay, per step.
-        cpu_s: The part of it that was CPU time (at most `net_s`).
-        ref_s: The agent's canary loop time (the CPU's speed).
-        work: CPU time per step in canary loops, per interval (the speed moves in a run).
-        wait_s: The part of the step that was not CPU work (sleeps, locks, a device).
-        sm_mhz: The GPU's SM clock (MHz).
+        net_s, cpu_s, wait_s: step time net of run-queue delay; its CPU part; the rest.
+        ref_s, work: the canary loop's time (the CPU's speed); CPU time per step in loops.
+        sm_mhz: the GPU's SM clock (MHz).
     """
 
     net_s: float
@@ -198,12 +189,8 @@ def _own_share(on_s: np.ndarray | float, cpu_s: np.ndarray | float) -> np.ndarra
 
 
 def speed_scaled(base: RunStat, other: RunStat) -> tuple[float, float, float | None]:
-    """Both runs' step times with only their CPU parts put at one CPU speed (a wait does
-    not run faster on a faster CPU).
-
-    Returns:
-        (base s, other s, other's CPU speed over base's); the last None, and the times
-        unscaled, when either run lacks canary or CPU times.
+    """Both runs' step times, their CPU parts at one CPU speed (a wait does not run faster),
+    and other's CPU speed over base's (None, times unscaled, without canary or CPU times).
     """
     usable = all(np.isfinite(x) for x in (base.work, other.work, base.wait_s, other.wait_s))
     if not usable:
@@ -252,15 +239,11 @@ def _busy_per_step(cols: dict[str, np.ndarray], mask: np.ndarray) -> float | Non
 
 
 def gpu_time(series: Series, window: float, extra_s: float) -> GpuTime | None:
-    """The device's busy time per step and SM clock in the early and late windows (those of
-    `explain`).
+    """The device's busy time per step and SM clock in `explain`'s windows (None: not recorded).
 
     Args:
-        series: The run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
-        extra_s: The slowdown: late minus early median step time, seconds.
-
-    Returns:
-        The evidence, or None when no sample recorded utilization or clock.
+        series: the run; its step samples carry `gpu_util`/`sm_mhz`/`clk_reasons`.
+        extra_s: the slowdown: late minus early median step time, seconds.
     """
     cols = series.cols.gpu
     if cols is None or not cols["steps"].size:
@@ -415,11 +398,8 @@ def step_trend(step_s: FloatArray, cfg: AnalysisConfig) -> StepTrend:
     """Test whether step times rise from the early to the late window.
 
     Args:
-        step_s: Seconds per measured iteration, in order (warm-up dropped).
-        cfg: Supplies `step_window`, `min_step_samples`, `alpha` and `min_ratio`.
-
-    Returns:
-        The trend: medians, late/early ratio, one-sided p-value and the slowdown flag.
+        step_s: seconds per measured iteration, in order (warm-up dropped).
+        cfg: the analysis settings.
     """
     t = np.asarray(step_s, dtype=np.float64)
     n = t.size
