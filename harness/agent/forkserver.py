@@ -1,13 +1,11 @@
 """harness fork server: one warm interpreter that forks a fresh agent run per request.
 
-For `harness.check` and the pytest plugin's many short cells, where a fresh interpreter
-per cell costs more than a short budget; it starts with the cells' allocator environment.
-Requests on stdin, one JSON object a line: {"argv", "env", "cwd", "log", "cgroup",
-"preload"} ("argv" null: only preload, reply {"ready": true}). Replies on stdout:
-{"pid"}, then {"exit"} (negative: a signal); {"refused": why} ends the server (a preload
-started a thread a fork would lack, or a module file changed: "stale"). If the host
-goes, the running run's group is killed. `fork_here` forks the host's own process as
-such a server. Stdlib only, Python 3.6+; run as a script."""
+Why: for many short cells (`harness.check`, the pytest plugin) a fresh interpreter costs
+more than the budget. Stdin: JSON lines {"argv", "env", "cwd", "log", "cgroup", "preload"}
+(null argv: preload only, reply {"ready": true}). Stdout: {"pid"}, then {"exit"} (negative:
+a signal); {"refused": why} ends it (a preload started a thread, or module files "stale").
+If the host goes, the running group is killed. `fork_here`: the host's process as one.
+Stdlib only, Python 3.6+; run as a script."""
 import gc
 import importlib.util
 import json

@@ -1,11 +1,9 @@
-"""The safety stop: a small process beside the agent that watches its memory.
+"""The safety stop: a process beside the agent ending runaway memory before the OOM killer.
 
-Runaway growth ends the run near a limit, not in the host's OOM killer: past the limit
-the agent is asked to stop at its next step; past twice it (or a grace time after
-asking) it is killed and the end record written in its place. A separate process because
-a step that does not return cannot stop itself. Growth counts from the end of the first
-call (which may build a CUDA context or compile); before it, growth past STOP_SHARE of
-the free memory kills the agent at once. Stdlib only, Python 3.6+."""
+Separate, as a step that does not return cannot stop itself. Past the limit the agent is
+asked to stop at its next step; past twice it (or a grace time on) it is killed and its end
+record written for it. Growth counts from the end of the first call (CUDA context, compile);
+before that, growth past STOP_SHARE of free memory kills it at once. Stdlib, Python 3.6+."""
 import json
 import os
 import select

@@ -310,15 +310,11 @@ def decided(verdicts: Sequence[str]) -> str | None:
 
 
 def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
-    """The next bisect step, from every verdict seen so far (pure; call it in a loop).
-
-    Both endpoints first (0 good, n-1 bad), then the bracket's middle; an undecided probe
-    is repeated `repeats` times, then skipped as `git bisect skip` does.
+    """The next bisect step from every verdict seen so far (pure; call it in a loop).
 
     Args:
-        n: Number of images, in version order.
-        observed: Index -> the verdicts seen for that image, oldest first.
-        repeats: Extra probes of an image whose verdict stayed undecided.
+        n, observed: Image count (version order); index -> its verdicts, oldest first.
+        repeats: Extra probes of an undecided image before it is skipped (`git bisect skip`).
 
     Raises:
         ValueError: fewer than two images, or an observed index out of range.

@@ -26,14 +26,10 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
     """Run a matrix as `harness sweep MATRIX` does, without printing the table.
 
     Args:
-        matrix: A matrix file, or its content as a dict (relative scenario paths read from
-            the current directory; written to a temporary file, so not resumable).
+        matrix: A matrix file, or its content as a dict (paths from the cwd; not resumable).
         out: The reports folder (`--out`): results go to OUT/NAME/TIMESTAMP/.
-        select: Only the cells whose id matches (`-k`).
-        budget: Every cell's time budget (`--budget`).
-        iterations: Every cell's length in calls (`--iterations`).
-        runtime: Another runtime than the matrix's (`--runtime`).
-        resume: Finish the newest interrupted sweep of this matrix (`--resume`).
+        select, budget, iterations, runtime, resume: As `-k`, `--budget`, `--iterations`,
+            `--runtime`, `--resume`.
         progress: Print the sweep's progress lines on stderr.
 
     Example, with `leaky.py` of this module's docstring beside `m.yaml`'s scenario::

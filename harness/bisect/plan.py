@@ -116,10 +116,8 @@ def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None 
     """Find the first bad image among `cells` (one row, in image order).
 
     Args:
-        cells: The row's cells, ordered by image index.
-        runner: Runs a cell and returns its (final) result.
-        say: Receives one line per step.
-        cache: A finished result for a cell, or None; asked before its first run.
+        runner, say: Runs a cell to its final result; gets one line per step.
+        cache: A cell's finished result, or None; asked before its first run.
         repeats: Extra probes of an image whose verdict stays undecided.
 
     Raises:

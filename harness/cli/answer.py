@@ -1,13 +1,10 @@
-"""`--format json`: a command's answer as one versioned JSON document on stdout
-(docs/json.md):
+"""`--format json`: a command's answer as one versioned JSON document on stdout (docs/json.md),
+`{"schema": "harness.answer/1", "command", "exit", "notes": [...], "answer": {...}}`.
 
-    {"schema": "harness.answer/1", "command": "explain", "exit": 0, "notes": [...],
-     "answer": {...}}
-
-A command opts in with `@answers(NAME, EMPTY)` and `add(parser)`. In JSON mode its
-stdout goes to stderr, it hands its answer over (`update`, from typed objects, never
-its text) and its sentences (`say`) become `notes`. On an error nothing is written to
-stdout. `harness report --format json` keeps results.json's own document.
+A command opts in with `@answers(NAME, EMPTY)` and `add(parser)`; in JSON mode its stdout
+goes to stderr, its answer is handed over from typed objects (`update`), never its text, and
+its `say` sentences become `notes`. On an error stdout stays empty. `harness report --format
+json` keeps results.json's own document.
 """
 
 from __future__ import annotations
