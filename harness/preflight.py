@@ -1,10 +1,8 @@
-"""Checks before the first cell: what can be known on the host is not learnt from a
-container per image.
+"""Checks before the first cell, on the host, of what needs no container per image.
 
 `compile_scenarios` compiles every scenario with the host's Python, so a syntax error, a
-file with setup() but not step(), a setup/step that is no function of one argument, or
-one calling sys.exit() is the user's input error (exit 2, file:line), not a crash
-reported against every image. `whole_script` tells a plain script, run whole once.
+setup() without step(), a setup/step not a function of one argument, or a sys.exit() call is
+an input error (exit 2, file:line), not a crash on every image. `whole_script`: plain script.
 """
 
 from __future__ import annotations
@@ -56,14 +54,11 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
-    """Cells too short to ever decide a memory trend (fewer calls than `min_samples`).
+    """Warnings for cells too short to ever decide a memory trend (< `min_samples` calls).
 
     Args:
-        refuse: The length came from `--iterations`: refuse it. A length the matrix sets is
-            the author's (a smoke run): it is said, not refused.
-
-    Returns:
-        One warning per length the matrix sets too short (without `refuse`).
+        refuse: The length came from `--iterations`: refuse it; a matrix's own length (a
+            smoke run) is only warned about.
 
     Raises:
         InputError: with `refuse`, the cells, the length and the length they need.

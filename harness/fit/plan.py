@@ -1,10 +1,9 @@
 """How much fits: per row, the largest value of an integer param in [lo, hi] whose cell
-runs, and the memory per unit of that param.
+runs, and the memory per unit of it.
 
-Each probe is the row's cell with the param set, run as any cell (current ones reused).
-Fitting is taken as monotonic, so each probe narrows the answer to `fits .. fails - 1`; a
-guess (doubling, or where the least-squares memory line meets the limit) is probed only
-when bisection still ends within `probe_bound`, so a wrong prediction cannot cost more.
+Fitting is taken as monotonic: each probe (the row's cell, param set) narrows the answer to
+`fits .. fails - 1`. A guess (doubling, or the memory line meeting the limit) is probed only
+if bisection still ends within `probe_bound`, so a wrong one cannot cost more.
 """
 
 from __future__ import annotations
@@ -81,8 +80,7 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     """The next value to probe, or the answer.
 
     Args:
-        lo, hi: The inclusive range.
-        seen: Outcome per value probed: "fit", one of `FAILURES`, or one of `STOPS`.
+        lo, hi, seen: The inclusive range; each probed value's "fit", `FAILURES` or `STOPS`.
         runs: Probes run so far (cells taken from disk do not count).
         predicted: The memory model's largest value that fits, or None.
 
@@ -361,10 +359,8 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
     """Find the largest value of `target.param` that fits in `cell`'s row.
 
     Args:
-        cell: The row's cell as the matrix gives it.
-        target: The param and its range.
-        runner: Runs a probe cell; returns its result and samples.
-        say: Receives one line per probe.
+        cell, target: The row's cell as the matrix gives it; the param and its range.
+        runner, say: Runs a probe cell to its result and samples; one line per probe.
         cache: A finished probe on disk, or None; read for every value first.
 
     Raises:

@@ -205,11 +205,9 @@ def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
     """Put the agent's, the engine's and the host NVML's memory figures side by side.
 
     Args:
-        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used` keys).
-        host_cgroup: the engine's stats samples (`usage` key), RunOutcome.host_samples.
-        host_gpu: HostGpuSampler samples (`gpu`, `used`).
-        tolerance: relative difference accepted between two figures of one quantity.
-        floor: absolute difference always accepted (sampling rates differ).
+        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used`).
+        host_cgroup, host_gpu: engine stats samples (`usage`); HostGpuSampler's (`gpu`, `used`).
+        tolerance, floor: the relative and absolute differences accepted (sampling rates differ).
 
     Returns:
         {"sources": {name: {first, peak, last}}, "flags": [what disagrees, and why]}.
