@@ -107,8 +107,7 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
     becomes `unreadable`; a cut-short baseline's comparison stays as recorded).
 
     Args:
-        series: Each cell's recorded samples (cells/<id>/samples.jsonl).
-        baseline: The matrix's baseline image label (results.json meta), if it had one.
+        series, baseline: Each cell's recorded samples; the baseline's label, if any.
     """
     decided: dict[str, tuple[CellResult, CellVerdict | None]] = {}
     cut: dict[str, str] = {}

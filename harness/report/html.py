@@ -1,9 +1,8 @@
-"""report.html: one self-contained page, plots drawn as inline SVG (works offline).
+"""report.html: one self-contained page, plots as inline SVG (works offline).
 
-Templates are autoescaped, as ids, reasons and tracebacks may hold anything; only the SVG
-drawn here (`chart`), which escapes its own text, is passed as `Markup`. A cell's plots
-share one y scale per source across a row (`RowScales`); the overview (`row_trends`) reads
-results only, never samples, so it stays cheap at thousands of cells.
+Templates autoescape (ids, reasons and tracebacks may hold anything); only `chart`'s SVG,
+which escapes its own text, is `Markup`. The overview (`row_trends`) reads results, never
+samples, to stay cheap at thousands of cells.
 """
 
 from __future__ import annotations

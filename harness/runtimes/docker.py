@@ -328,8 +328,7 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
 
 
 def run_container(engine: Engine, request: RunRequest, progress: Progress) -> RunOutcome:
-    """Run the cell's container to its end, its deadline or a cancel, and remove it. An
-    engine lost mid-run is an outcome (`error`), not a harness abort.
+    """Run the cell's container to its end, deadline or cancel; remove it. Engine lost: `error`.
 
     Raises:
         ImageUnavailable: the image vanished from the engine.

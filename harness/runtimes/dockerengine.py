@@ -52,8 +52,7 @@ def connect(base_url: str | None) -> Any:
     """A docker-py client that answered a ping.
 
     Args:
-        base_url: An endpoint URL (unix://, tcp://, ssh://), a docker context name, or
-            None for DOCKER_HOST / the default socket.
+        base_url: A unix://, tcp:// or ssh:// URL, a docker context, or None (DOCKER_HOST).
 
     Raises:
         EngineUnavailable: no engine answers there, or no context has that name.
@@ -412,12 +411,11 @@ def hybrid(client: Any, base: ImageSpec, other: ImageSpec, take: Sequence[str],
     """The hybrid's tag, built now unless the engine has it already.
 
     Args:
-        take: Packages whose files come from `other` (at other's version).
-        drop: Packages whose files are removed from `base` first.
+        take, drop: Packages whose files come from `other`; removed from `base` first.
         swapped: What was swapped, in words, for the image's label.
 
     Raises:
-        ImageUnavailable: a package has no RECORD, or the build failed otherwise.
+        ImageUnavailable: a package has no RECORD, or the build failed.
     """
     tag = tag_of(client, base, other, take, drop)
     if image_labels(client, tag) is not None:
