@@ -1,9 +1,8 @@
 """harness agent: run a scenario, time each step, sample memory, write JSON lines.
 
 Stdlib only, Python 3.6+, never imports harness.*. Writes schema 1 (fields.py) to --out and
-stdout: a "header", "sample"s, an "end" even when the scenario raises (--attribute: a "where"
-before it). A scenario defines setup(params) -> state and step(state) (teardown, fw_bytes,
-info optional); a file without them runs whole. Parts: loop, stepper, writer, readers.
+stdout: "header", "sample"s, "end" (even on a raise; --attribute: "where" before it). The
+scenario: setup(params) -> state and step(state), else run whole (scenariofile.py).
 """
 import os
 import platform

@@ -1,9 +1,7 @@
 """Attribution for the measured phase (--attribute KINDS): where the memory and time went.
 
-`make(...).measure_end` returns the "where" record. Kinds: heap (tracemalloc, and the step's
-worker processes), stack, ops (TF1 or torch.profiler), device (CUDA allocator), native
-(memray). Stdlib only, Python 3.6+; nothing raises: failures go to "errors".
-"""
+`make(...).measure_end` returns the "where" record: heap (with worker processes), stack, ops,
+device (CUDA allocator), native (memray). Stdlib, Python 3.6+; failures go to "errors"."""
 
 import dis
 import json

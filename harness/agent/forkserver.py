@@ -1,11 +1,9 @@
-"""harness fork server: one warm interpreter that forks a fresh agent run per request.
+"""harness fork server: one warm interpreter forking a fresh agent run per request, as a new
+interpreter per short cell (`harness.check`, the plugin) costs more than its budget.
 
-Why: for many short cells (`harness.check`, the pytest plugin) a fresh interpreter costs
-more than the budget. Stdin: JSON lines {"argv", "env", "cwd", "log", "cgroup", "preload"}
-(null argv: preload only, reply {"ready": true}). Stdout: {"pid"}, then {"exit"} (negative:
-a signal); {"refused": why} ends it (a preload started a thread, or module files "stale").
-If the host goes, the running group is killed. `fork_here`: the host's process as one.
-Stdlib only, Python 3.6+; run as a script."""
+Stdin: JSON lines {"argv", "env", "cwd", "log", "cgroup", "preload"} (null argv: preload,
+reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends it (a preload's
+thread, "stale" modules). If the host goes, the run's group is killed. Stdlib, Python 3.6+."""
 import gc
 import importlib.util
 import json

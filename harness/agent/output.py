@@ -1,9 +1,8 @@
 """The scenario's output (fds 1 and 2: print and C writes), capped on its way to agent.log.
 
-Kept: the first half of `CAP_BYTES`, and the last quarter per fd (so a traceback is never
-dropped); the middle is counted and dropped with a note. At the end each pipe is drained
-until empty for `SETTLE_S`, not read to EOF (a child the scenario left may hold it open).
-Stdlib only, Python 3.6+."""
+Kept: the first half of `CAP_BYTES` and each fd's last quarter (a traceback is never lost);
+the middle counted, dropped, noted. Pipes end when empty for `SETTLE_S`, not at EOF (a child
+left running may hold them). Stdlib only, Python 3.6+."""
 import os
 import select
 import sys

@@ -1,9 +1,8 @@
-"""The safety stop: a process beside the agent ending runaway memory before the OOM killer.
-
-Separate, as a step that does not return cannot stop itself. Past the limit the agent is
-asked to stop at its next step; past twice it (or a grace time on) it is killed and its end
-record written for it. Growth counts from the end of the first call (CUDA context, compile);
-before that, growth past STOP_SHARE of free memory kills it at once. Stdlib, Python 3.6+."""
+"""The safety stop: a process beside the agent (a hung step cannot stop itself) that ends
+runaway memory before the OOM killer: past the limit the agent is asked to stop; past twice
+it, or a grace time on, it is killed and its end record written for it. Growth counts from
+the first call's end (CUDA context, compile); before it, growth past STOP_SHARE of the free
+memory kills at once. Stdlib only, Python 3.6+."""
 import json
 import os
 import select

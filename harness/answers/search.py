@@ -310,14 +310,11 @@ def decided(verdicts: Sequence[str]) -> str | None:
 
 
 def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
-    """The next bisect step from every verdict seen so far (pure; call it in a loop).
+    """The next bisect step over `n` images (version order) from every verdict seen so far
+    (`observed`: index -> verdicts, oldest first); pure, call it in a loop. An image still
+    undecided after `repeats` more probes is skipped (`git bisect skip`).
 
-    Args:
-        n, observed: Image count (version order); index -> its verdicts, oldest first.
-        repeats: Extra probes of an undecided image before it is skipped (`git bisect skip`).
-
-    Raises:
-        ValueError: fewer than two images, or an observed index out of range.
+    Raises: ValueError: fewer than two images, or an observed index out of range.
     """
     if n < 2:
         raise ValueError(f"bisect needs at least two images, got {n}")

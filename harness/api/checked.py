@@ -119,8 +119,7 @@ class Swept:
 
     Attributes:
         report, root: The report model every renderer reads; the results directory.
-        exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
-        cells: Each cell's `Checked` by cell id; `bad` lists the bad ones' ids.
+        exit_code, cells: `harness sweep`'s exit code; each `Checked` by id (`bad`: bad ids).
     """
 
     report: Report

@@ -27,16 +27,9 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
 
     Args:
         matrix: A matrix file, or its content as a dict (paths from the cwd; not resumable).
-        out: The reports folder (`--out`): results go to OUT/NAME/TIMESTAMP/.
+        out, progress: The reports folder (`--out`): OUT/NAME/TIMESTAMP/; lines on stderr.
         select, budget, iterations, runtime, resume: As `-k`, `--budget`, `--iterations`,
             `--runtime`, `--resume`.
-        progress: Print the sweep's progress lines on stderr.
-
-    Example, with `leaky.py` of this module's docstring beside `m.yaml`'s scenario::
-
-        >>> swept = harness.sweep("m.yaml", out="reports")      # doctest: +SKIP
-        >>> swept.exit_code, [c.verdict for c in swept.cells.values()]  # doctest: +SKIP
-        (1, ['leak'])
 
     Raises:
         InputError: a bad matrix or argument (said with the file, key, line and a fix).

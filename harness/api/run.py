@@ -1,8 +1,7 @@
-"""`harness.check`: one function as one cell of a local matrix, compared with a saved run.
-
-A saved run's code cannot run again, so each round reruns the cell against its saved
-statistic, both scaled to one CPU speed by the agent's canary: save and compare on one
-machine. `Checked.where` comes from a brief tracemalloc rerun (up to WHERE_TRIES tries).
+"""`harness.check`: one function as one cell of a local matrix, compared with a saved run
+whose code cannot run again: each round reruns the cell against the saved statistic, both
+scaled to one CPU speed by the agent's canary (so save and compare on one machine).
+`Checked.where`: a brief tracemalloc rerun, up to WHERE_TRIES tries.
 """
 
 from __future__ import annotations
@@ -204,27 +203,20 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           baseline: Saved | None = None, save: Saved | None = None,
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False, here: bool = False) -> Checked:
-    """Run `step` over and over in a child process as one cell of a local sweep, and decide:
-    leak, plateau, slowdown, ok, crash, ... (forked from a warm interpreter, docs/pytest.md).
+    """Run `step` over and over in a child process (forked from a warm interpreter) as one cell
+    of a local sweep, and decide: leak, plateau, slowdown, ok, crash, ...
 
     Args:
-        step: A module-level function: `step()`, `step(state)` with `setup`, `step(**kwargs)`.
-        setup: A module-level function called once first, `setup(params)`; returns `state`.
-        budget: How long ("3s", "500ms", "1m", seconds), warm-up included; ends early when
-            certain, reruns longer when ambiguous (up to `overrun` budgets, 4 by default).
-        iterations: A fixed number of calls instead of a budget.
-        params, kwargs: Data for `setup(params)`; each call's keyword arguments (pickled) or
-            the plugin's per-call fixtures (`harness.pytestcall.Calls`).
+        step, setup: Module-level `step()`, `step(state)` or `step(**kwargs)`; `setup(params)`.
+        budget, iterations: "3s", "500ms", "1m" or seconds, warm-up included; or fixed calls.
+        params, kwargs: `setup`'s params; each call's keyword arguments (pickled), or `Calls`.
         settings: Other run settings of a matrix's `defaults:` (docs/matrix.md).
-        baseline, save: A saved run to compare step times and peak memory with; where to
-            save this one.
-        out: Keep the results directory under this folder, else a temporary one.
-        progress: True prints progress lines on stderr; or a callable.
-        here: Fork this process as it stands (POSIX): nothing need be importable or picklable.
+        baseline, save, out: A saved run to compare with; where to save; where to keep results.
+        progress, here: Lines on stderr (or a callable); fork this very process, for steps
+            not importable or picklable (POSIX).
 
     Raises:
-        InputError: `step`/`setup` not an importable module-level function, a bad argument,
-            or `baseline` names no saved run.
+        InputError: `step`/`setup` not importable at module level, a bad argument, no baseline.
         EnvironmentUnavailable: the interpreter cannot be run.
     """
     seconds = None if iterations is not None else _seconds(budget)

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 def newest_run(path: Path, command: str) -> Path:
     """`path` if a results directory, else its newest sweep by start time; checked for `command`.
 
-    Raises:
-        InputError: not a results directory (nor a folder of them), or one of another kind.
+    Raises: InputError: not a results directory (nor a folder of them), or one of another kind.
     """
     if path.exists() and not path.is_dir():
         raise InputError(f"{path}: a file, not a results directory; {a_file(path, command)}")

@@ -41,8 +41,7 @@ def named(pool: list[str], cell: str) -> list[str]:
 def why(cell: str, root: Path, recorded: Report, gated: Gated) -> list[str]:
     """Why `cell` got its verdict, in lines: rules on its evidence, run's course, step times.
 
-    Raises:
-        InputError: no current cell of that id or suffix (a stale one: its rerun), no samples.
+    Raises: InputError: no current cell of that id or suffix (a stale one: its rerun), no samples.
     """
     ids = sorted(recorded.results)
     found = named(ids, cell)

@@ -1,10 +1,8 @@
-"""`--format json`: a command's answer as one versioned JSON document on stdout (docs/json.md),
-`{"schema": "harness.answer/1", "command", "exit", "notes": [...], "answer": {...}}`.
+"""`--format json`: a command's answer as one versioned JSON document on stdout (docs/json.md).
 
-A command opts in with `@answers(NAME, EMPTY)` and `add(parser)`; in JSON mode its stdout
-goes to stderr, its answer is handed over from typed objects (`update`), never its text, and
-its `say` sentences become `notes`. On an error stdout stays empty. `harness report --format
-json` keeps results.json's own document.
+Opt in with `@answers(NAME, EMPTY)` and `add(parser)`: in JSON mode stdout goes to stderr, the
+answer comes from typed objects (`update`), never text, `say` sentences become `notes`, and an
+error writes nothing to stdout. `harness report` keeps results.json's own document.
 """
 
 from __future__ import annotations
