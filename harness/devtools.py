@@ -1,8 +1,7 @@
 """`harness images build`: the offline CPU test images of `images/images.yaml`, cached by tag
-and recipe hash (developer tooling; no sweep imports it).
-
-Containers have no network, so packages are `pip install --target`ed on the host (same Python
-minor) and COPYed onto the debootstrapped base, `.pyc`s baked in so `--rm` runs skip compiling.
+and recipe hash (developer tooling; no sweep imports it). Containers have no network, so
+packages are `pip install --target`ed on the host (same Python minor), COPYed onto the
+debootstrapped base with `.pyc`s baked in, so `--rm` runs do not recompile.
 """
 
 from __future__ import annotations
@@ -95,9 +94,8 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
     """Build the named recipes and their bases (tags whose recipe label matches skipped),
     `jobs` contexts at a time, each image as soon as its base is ready, so chains overlap.
 
-    Raises:
-        InputError: an unknown recipe name.
-        ImageUnavailable: a recipe failed (the first in build order, once the rest are built).
+    Raises: InputError: an unknown recipe name; ImageUnavailable: the first recipe (in build
+    order) that failed, once the rest are built.
     """
     if engine is None:
         engine = get_runtime("docker")      # docker-py loads here, paramiko hidden

@@ -1,8 +1,7 @@
-"""Checks before the first cell, on the host, of what needs no container per image.
-
-`compile_scenarios` compiles every scenario with the host's Python, so a syntax error, a
-setup() without step(), a setup/step not a function of one argument, or a sys.exit() call is
-an input error (exit 2, file:line), not a crash on every image. `whole_script`: plain script.
+"""Checks before the first cell, on the host, of what needs no container per image:
+`compile_scenarios` (host Python) makes a syntax error, setup() without step(), a setup/step
+not a function of one argument, or a sys.exit() call an input error (exit 2, file:line), not
+a crash on every image. `whole_script`: a plain script.
 """
 
 from __future__ import annotations
@@ -54,14 +53,11 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
-    """Warnings for cells too short to ever decide a memory trend (< `min_samples` calls).
+    """Warnings for cells too short to ever decide a memory trend (< `min_samples` calls);
+    refused instead with `refuse` (the length came from `--iterations`), as a length the
+    matrix sets is the author's smoke run.
 
-    Args:
-        refuse: The length came from `--iterations`: refuse it; a matrix's own length (a
-            smoke run) is only warned about.
-
-    Raises:
-        InputError: with `refuse`, the cells, the length and the length they need.
+    Raises: InputError: with `refuse`, the cells, the length and the length they need.
     """
     short: dict[tuple[int, int], list[Cell]] = {}
     for cell in cells:

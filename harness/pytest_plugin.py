@@ -4,10 +4,9 @@
     def test_parse_does_not_leak(sample_bytes):
         parse(sample_bytes)
 
-The test is the step, run over and over in a child (`harness.api.check`); a bad verdict fails
-it. `harness_time` likewise; `--harness-save NAME`/`--harness-compare NAME` compare with a
-saved run (`regression` fails). An undecided run passes with a warning (`--harness-strict`:
-fails). Unmarked sessions import nothing of harness but `harness.pytestcall`.
+The test is the step, run over and over in a child (`harness.api.check`): a bad verdict fails
+it, as `regression` against `--harness-compare NAME`'s saved run (`--harness-save`) does; an
+undecided one passes with a warning (`--harness-strict`: fails). `harness_time` likewise.
 """
 
 from __future__ import annotations

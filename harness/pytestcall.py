@@ -1,10 +1,8 @@
 """What the pytest plugin and a marked test's run (`harness.api.marked`) share, importing
-nothing of harness so the plugin stays light: the plugin's names, `RunOn`, and `Calls`.
-
-harness calls a test thousands of times, so a shared fixture could build up state (a leak)
-or carry one call's output into the next: `Calls` holds values shared, values copied per
-call (up to `FRESH_MOST` bytes) and fixtures made in the child (`Made`), reset after every
-call as pytest's teardown would; wider-scoped ones are shared, as pytest shares them.
+nothing of harness so the plugin stays light. harness calls a test thousands of times, so
+`Calls` keeps fixtures from building up state or passing output on: values shared, copied
+(to `FRESH_MOST` bytes), or made in the child (`Made`) and reset after every call as pytest's
+teardown would; wider-scoped fixtures are shared, as pytest does.
 """
 
 from __future__ import annotations

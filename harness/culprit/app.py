@@ -46,11 +46,9 @@ class CulpritAsked:
     """What `harness culprit` is asked (its flags).
 
     Attributes:
-        row: Only this row (default: each row with a first bad image).
+        row, matrix: Only this row (default: each with a first bad image); the sweep's matrix.
         good, bad: G and B as image labels (default: the row's last good and first bad).
-        matrix: The sweep's matrix file (default: the one its plan.json names).
-        swap: No search: swap these packages both ways and run the two hybrids.
-        repeats: Extra runs of a hybrid whose verdict stays ambiguous.
+        swap, repeats: No search: swap these packages both ways; more runs of an ambiguous one.
         runtime, docker_host, quiet: Another runtime and its engine; no progress lines.
     """
 

@@ -1,8 +1,7 @@
 """What differs between a row's last good image G and first bad B: the package changes the
-culprit search swaps, and what no swap undoes (interpreter, OS, CUDA, driver).
-
-Once a change is proved, `code_answers` sets both releases' diffed code against the call
-sites `explain` found; a release that cannot be had is one line, never a failure.
+culprit search swaps, and what no swap undoes (interpreter, OS, CUDA, driver). Once a change
+is proved, `code_answers` sets both releases' code diff against `explain`'s call sites; a
+release that cannot be had is one line, never a failure.
 """
 
 from __future__ import annotations

@@ -94,9 +94,7 @@ def culprit_in_run(root: Path, on: RunsOn, g: Cell, b: Cell,
     """Search between G and B with probes in root/culprit/<row>/; the outcome and its
     culprit.json. `days`: between the day search's days where known (not with swap, make).
 
-    Raises:
-        StoreError: culprit/<row>/ is locked by another search.
-        ValueError: `swap` names a package that did not change.
+    Raises: StoreError: culprit/<row>/ is locked; ValueError: `swap` names an unchanged package.
     """
     good, bad = (End(g, results[g.id], root), End(b, results[b.id], root))
     if days and not swap and make is None:

@@ -1,7 +1,7 @@
 """Which of the changes between a last good image G and a first bad B did it (pure).
 
-Delta debugging (ddmin) through `probe(UNDO, s)` (B with `s` undone) and `probe(APPLY, s)`
-(G with `s` applied), each "good", "bad" or "untestable" (skipped); no probe runs twice:
+Delta debugging (ddmin) by `probe(UNDO, s)` (B, `s` undone), `probe(APPLY, s)` (G, `s`
+applied), each "good", "bad" or "untestable" (skipped), no probe twice:
 
 1. B with every change undone still bad: not the packages (`OUTSIDE`).
 2. ddmin undoing: the smallest U whose undoing makes B good.
@@ -124,14 +124,10 @@ def ddmin(items: Sequence[T], holds: Callable[[Sequence[T]], bool]) -> tuple[T, 
 
 
 def find_culprit(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
-    """The set of changes that makes B bad, proved both ways, or why none is named.
+    """The set of `changes` (G to B, each once, in order) that makes B bad, proved both ways
+    by `probe` (see the module), or why none is named.
 
-    Args:
-        changes: What differs between G and B, each once (hashable), in a fixed order.
-        probe: Runs one hybrid (see the module); returns "good", "bad" or "untestable".
-
-    Raises:
-        ValueError: the probe answered something else, or a change is listed twice.
+    Raises: ValueError: the probe answered something else, or a change is listed twice.
     """
     items = tuple(changes)
     if len(set(items)) != len(items):

@@ -193,12 +193,10 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
     """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
 
     Args:
-        resolve, probe: A day's pins (as of 00:00 UTC); their run: PROBE_GOOD, PROBE_BAD,
-            else untestable (stops).
+        resolve, probe: A day's pins (as of 00:00 UTC); their run: PROBE_GOOD, PROBE_BAD, or stop.
         uploaded, yanked: (package, version) -> upload time; package -> {version: reason}.
 
-    Raises:
-        ValueError: `bad_day` not after `good_day`.
+    Raises: ValueError: `bad_day` not after `good_day`.
     """
     if _day(bad_day) <= _day(good_day):
         raise ValueError(f"the bad day {bad_day} is not after the good day {good_day}")
@@ -271,9 +269,8 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
         g_cell, good, b_cell, bad: G's cell and result; B's.
         g_series, uploaded, yanked: G's samples, if not in the store; as `search_days`.
 
-    Raises:
-        ValueError: G and B not two days of one `as_of:` entry, or B not after G.
-        resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
+    Raises: ValueError: G and B not two days of one `as_of:` entry, or B not after G;
+    resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
     """
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
@@ -311,9 +308,8 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
         matrix, runtime: The sweep's matrix; a started local runtime.
         g_cell, good, b_cell, bad, say, progress: As `day_of_row`; the sweep's progress lines.
 
-    Raises:
-        ValueError, resolver.TooEarly, resolver.Unreachable: as `day_of_row`; a runtime not local.
-        StoreError: `root/day/<row>/` is locked by another search.
+    Raises: as `day_of_row` (ValueError too: `runtime` is not local); StoreError:
+    `root/day/<row>/` is locked by another search.
     """
 
     store = RunStore(root / DAY_DIR / b_cell.row)

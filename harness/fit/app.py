@@ -49,8 +49,7 @@ class FitAsked:
     """What `harness fit` is asked (its flags).
 
     Attributes:
-        matrix, select: The matrix file; only the rows whose id matches (`-k`).
-        param: NAME=LO..HI (default: the matrix's `fit:` block).
+        matrix, select, param: The matrix file; `-k`; NAME=LO..HI (default: its `fit:` block).
         out: The reports folder: probes go to OUT/NAME/fit-PARAM/, reused there.
         runtime, docker_host, quiet: Another runtime and its engine; no progress lines.
         iterations, warmup, budget: Each probe's lengths.

@@ -1,9 +1,7 @@
-"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell
-runs, and the memory per unit of it.
-
-Fitting is taken as monotonic: each probe (the row's cell, param set) narrows the answer to
-`fits .. fails - 1`. A guess (doubling, or the memory line meeting the limit) is probed only
-if bisection still ends within `probe_bound`, so a wrong one cannot cost more.
+"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell runs,
+and the memory per unit of it. Fitting is taken as monotonic; a guess (doubling, or where the
+memory line meets the limit) is probed only if bisection still ends within `probe_bound`, so
+a wrong one cannot cost more.
 """
 
 from __future__ import annotations
@@ -81,11 +79,9 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
 
     Args:
         lo, hi, seen: The inclusive range; each probed value's "fit", `FAILURES` or `STOPS`.
-        runs: Probes run so far (cells taken from disk do not count).
-        predicted: The memory model's largest value that fits, or None.
+        runs, predicted: Probes run (not from disk); the memory model's largest fit, or None.
 
-    Raises:
-        ValueError: an empty range, a value outside it, or an unknown outcome.
+    Raises: ValueError: an empty range, a value outside it, or an unknown outcome.
     """
     if hi < lo:
         raise ValueError(f"empty range {lo}..{hi}")
@@ -363,8 +359,7 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
         runner, say: Runs a probe cell to its result and samples; one line per probe.
         cache: A finished probe on disk, or None; read for every value first.
 
-    Raises:
-        InputError: a probe's agent says the scenario never read the param (exit 2).
+    Raises: InputError: a probe's agent says the scenario never read the param (exit 2).
     """
     row = FitRow(cell, target, FitStep("probe", None, target.lo - 1, target.hi + 1))
     seen: dict[int, str] = {}

@@ -65,9 +65,8 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
         mount, ulimits: Bind-mount the agent (local engine), else copy it; Ulimits (podman).
         device_request: The caller's all-GPU DeviceRequest (only the runtime imports docker).
 
-    Raises:
-        GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
-        EngineUnavailable: the probe container could not be created.
+    Raises: GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver);
+    EngineUnavailable: the probe container could not be created.
     """
     kwargs: dict[str, Any] = {
         "command": [python, "/harness/agent/readers.py"],

@@ -1,9 +1,7 @@
 """`harness history reports/NAME`: every sweep-kind run of a matrix (a re-decided copy for
-its run) joined, running none.
-
-A line is a report row on one host ("ROW @ HOST"); images in release order (`release_order`);
-per line and image every run's reading, oldest first, the newest readable the latest. Flaky:
-same run key, good in one run and bad in another.
+its run) joined, running none: a line per report row and host ("ROW @ HOST"), images in
+release order, per line and image every run's reading, oldest first. Flaky: same run key,
+good in one run and bad in another.
 """
 
 from __future__ import annotations

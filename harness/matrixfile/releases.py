@@ -1,8 +1,7 @@
-"""The order of a matrix's images: the release order of tags (or labels), and `as_of:` days.
-
-Release order: NGC calendar tags `YY.MM[.P][-suffix]` by (YY, MM, P) among tags with the
-baseline's suffix; else by digit runs, among tags of the baseline's shape. `as_of:` (days, or
-`{from, to, every}`) makes an image `NAME@DAY` per day; locally `pip:` resolves as of it.
+"""The order of a matrix's images: release order of tags (or labels), and `as_of:` days.
+NGC calendar tags `YY.MM[.P][-suffix]` sort by (YY, MM, P) among tags with the baseline's
+suffix, others by digit runs among tags of its shape. `as_of:` (days, or `{from, to,
+every}`) makes an image `NAME@DAY` per day; locally `pip:` resolves as of that day.
 """
 
 from __future__ import annotations
@@ -110,13 +109,10 @@ def step(day: dt.date, n: int, unit: str) -> dt.date:
 
 def parse_as_of(ctx: Any, value: Any, path: PathKey, today: dt.date | None = None
           ) -> tuple[str, ...]:
-    """The days of an `as_of:` value, ascending, as `YYYY-MM-DD`, none after `today` (UTC).
+    """The days of an `as_of:` value, ascending, as `YYYY-MM-DD`, none after `today` (default:
+    today, UTC); `ctx` (`entries.Ctx`) words the errors.
 
-    Args:
-        ctx: The matrix document (`entries.Ctx`), which words the errors.
-
-    Raises:
-        SpecError: a bad, repeated or future day, a bad range, too many days.
+    Raises: SpecError: a bad, repeated or future day, a bad range, too many days.
     """
     today = today or dt.datetime.now(dt.timezone.utc).date()
     if isinstance(value, dict):
