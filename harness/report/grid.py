@@ -1,8 +1,7 @@
 """The console at any size: a grid of one short token per cell where words do not fit,
-conclusions grouped, every line wrapped at the width, images past it paged as blocks.
-
-A token is a kind's symbol and figure ("L16": leak, KiB/call; "S1.5"; "R1.3"), the first bad
-bracketed ("[L16]"), a GPU cell run on the CPU marked "c".
+conclusions grouped, lines wrapped, images past the width paged as blocks. A token is a
+kind's symbol and figure ("L16": leak, KiB/call), the first bad bracketed ("[L16]"), a GPU
+cell run on the CPU marked "c".
 """
 
 from __future__ import annotations

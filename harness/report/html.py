@@ -1,8 +1,7 @@
-"""report.html: one self-contained page, plots as inline SVG (works offline).
-
-Templates autoescape (ids, reasons and tracebacks may hold anything); only `chart`'s SVG,
-which escapes its own text, is `Markup`. The overview (`row_trends`) reads results, never
-samples, to stay cheap at thousands of cells.
+"""report.html: one self-contained page, plots as inline SVG (works offline). Templates
+autoescape (ids, reasons, tracebacks may hold anything); only `chart`'s SVG, which escapes
+its own text, is `Markup`. The overview (`row_trends`) reads no samples, to stay cheap at
+thousands of cells.
 """
 
 from __future__ import annotations

@@ -486,8 +486,7 @@ def decode(cls: type[T], value: object, path: str = "",
         skip: Given, a bad field reads as missing and its error goes to `skip`.
         parsed: `value` came from JSON text, so msgspec may build it.
 
-    Raises:
-        DecodeError: a value does not fit (without `skip`), or a required one is missing.
+    Raises: DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     if parsed and cls not in _REFUSED and _fits(value, required):
         try:

@@ -1,8 +1,7 @@
-"""`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses.
-
-Stored as `cells/<id>/result.json` once the verdict is final (`result.codec`, `load_result`);
-free-form parts from outside are `JSON`, never `Any`. `DerivedFrom`: the run keys an answer
-came from, so one whose cell ran again since shows as stale.
+"""`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses, stored
+as `cells/<id>/result.json` once final (`result.codec`, `load_result`). Outside free-form
+parts are `JSON`, never `Any`. `DerivedFrom`: the run keys an answer came from, so one whose
+cell ran again since shows as stale.
 """
 
 from __future__ import annotations

@@ -252,9 +252,7 @@ class LocalRuntime(RuntimeBase):
             as_of, no_deps: Only files uploaded before that day; no dependency resolved.
             hashed: A lock's lines with `--hash`es, installed with `--require-hashes`.
 
-        Raises:
-            PinsRefused: the installer would not install them.
-            ImageUnavailable: the venv could not be made.
+        Raises: PinsRefused: the installer refused them; ImageUnavailable: no venv made.
         """
         uv = resolver.uv_bin()
         tool = "uv" if uv else "pip"

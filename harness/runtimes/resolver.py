@@ -272,9 +272,8 @@ def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Pat
         python, version: The venv's interpreter (its markers count); its `sys.version`.
         cache, label: harness's cache directory; the dated image's label, for errors.
 
-    Raises:
-        TooEarly: no version of a requirement had been uploaded by that day.
-        Unreachable: the index did not answer, or uv is not installed.
+    Raises: TooEarly: nothing of a requirement uploaded by that day; Unreachable: the index
+    did not answer, or uv is not installed.
     """
     got = cached(cache, reqs, day, version)
     if got is not None:

@@ -23,8 +23,8 @@ class SweepOptions:
         matrix, out: The matrix file (with --between, the one written); the reports folder.
         resume: Continue the newest results directory (True), or the one given.
         runtime, docker_host, quiet: Another runtime and its engine; no progress or display.
-        between, explain, find_cause: Then culprit searches where NEW is bad; where each
-            row's first bad leaks or slows; the whole journey per bad row (`days.journey`).
+        between, explain, find_cause: Then culprits where NEW is bad; where the first bad
+            leaks or slows; the whole journey per bad row (`days.journey`).
         iterations, warmup, budget: The lengths asked.
     """
 

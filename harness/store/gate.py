@@ -134,11 +134,9 @@ def gate(root: Path, given: Path | None = None,
          runtime: Callable[[Cell], str] | None = None,
          matrix: Matrix | None = None) -> Gated:
     """Each of the run's cells as it stands now, checked against `given` (else the run's copy).
-
     `runtime`: where a cell would run now; without it, where it ran (no run keys: current).
 
-    Raises:
-        InputError: a result.json or plan.json of the wrong shape; a `given` that does not read.
+    Raises: InputError: a result.json or plan.json of the wrong shape; a `given` unreadable.
     """
     found = read_run(root)
     refresh = rerun_line(root)
@@ -190,8 +188,7 @@ def read_gated(root: Path, given: Path | None = None, as_run: bool = False
     """The run's cells through the gate, and the matrix checked against (None where not
     found: `Gated.unchecked`); `as_run`: the matrix as the run recorded it.
 
-    Raises:
-        InputError: a --matrix that does not read; a result.json or plan.json of wrong shape.
+    Raises: InputError: a --matrix that does not read; a result.json or plan.json of wrong shape.
     """
     try:
         matrix = matrix_of(root, "", given, as_run)

@@ -1,5 +1,4 @@
 """`reports/<sweep>/<timestamp>/`: cells/<id>/{samples.jsonl,result.json}, results.json.
-
 Writes are atomic (temp file, fsync, rename), a directory locked while a sweep writes it;
 `--resume` skips cells complete from the same run (`harness.result.runkey`). Also the only
 readers of where.json, culprit.json and day.json.
@@ -209,9 +208,8 @@ class RunStore:
         """A new directory named by `started` (default now), or with `resume` a sweep of
         `name` to continue: the one given, else the newest (of `matrix`, `runs.resumable`).
 
-        Raises:
-            InputError: --resume given but no sweep of this matrix to resume.
-            StoreError: cannot create or lock the directory.
+        Raises: InputError: no sweep of this matrix to resume; StoreError: cannot create or
+        lock the directory.
         """
         if isinstance(resume, Path):
             if kind_of(resume) is None:  # reports/NAME, as report takes it: its newest

@@ -1,8 +1,7 @@
 """Saved runs: one cell's result.json and samples.jsonl under a name, for a later run of the
-same code to compare against (`check(..., save=, baseline=)`, `--harness-save/-compare`).
-
-A saved run is a one-cell results directory. Files are replaced atomically, samples first,
-so a reader sees the old run or the new, and xdist workers on other keys never meet.
+same code to compare against (`check(..., save=, baseline=)`, `--harness-save/-compare`): a
+one-cell results directory, replaced atomically (samples first), so a reader sees the old
+run or the new, and xdist workers on other keys never meet.
 """
 
 from __future__ import annotations

@@ -68,8 +68,7 @@ def parse_repo(text: str) -> RepoRef:
     """`nvcr.io/nvidia/tensorflow`, `127.0.0.1:5000/x/y` or `python` -> RepoRef.
     A first part with '.' or ':', or `localhost`, is a host, as Docker decides.
 
-    Raises:
-        InputError: empty, a tag or digest given, or not a valid repository name.
+    Raises: InputError: empty, a tag or digest given, or not a valid repository name.
     """
     written = text.strip()
     fix = "write REPO like nvcr.io/nvidia/tensorflow or 127.0.0.1:5000/team/image"
