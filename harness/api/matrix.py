@@ -28,12 +28,10 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
     Args:
         matrix: A matrix file, or its content as a dict (paths from the cwd; not resumable).
         out, progress: The reports folder (`--out`): OUT/NAME/TIMESTAMP/; lines on stderr.
-        select, budget, iterations, runtime, resume: As `-k`, `--budget`, `--iterations`,
-            `--runtime`, `--resume`.
+        select, budget, iterations, runtime, resume: As their flags (select: `-k`).
 
-    Raises:
-        InputError: a bad matrix or argument (said with the file, key, line and a fix).
-        EnvironmentUnavailable: no engine, GPU or interpreter for the cells.
+    Raises: InputError: a bad matrix or argument (with the file, key, line and a fix);
+    EnvironmentUnavailable: no engine, GPU or interpreter for the cells.
     """
     if isinstance(matrix, Mapping):
         with tempfile.TemporaryDirectory(prefix="harness-matrix-") as tmp:

@@ -215,9 +215,8 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
         progress, here: Lines on stderr (or a callable); fork this very process, for steps
             not importable or picklable (POSIX).
 
-    Raises:
-        InputError: `step`/`setup` not importable at module level, a bad argument, no baseline.
-        EnvironmentUnavailable: the interpreter cannot be run.
+    Raises: InputError: `step`/`setup` not importable at module level, a bad argument, no
+    baseline; EnvironmentUnavailable: the interpreter cannot be run.
     """
     seconds = None if iterations is not None else _seconds(budget)
     if iterations is not None and (type(iterations) is not int or iterations < 1):

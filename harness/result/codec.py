@@ -1,9 +1,8 @@
-"""Typed values <-> JSON for the result model: one encoder and one checking decoder.
-
-`encode`: fields in order, then `json_extra()`; tuples as lists, NaN and infinities as null.
-`decode` reads old records leniently (missing: the default or the type's empty value;
-unknown keys ignored) and names a bad value's path. Parsed JSON text tries msgspec first
-(fast, strict); what it rejects goes to `decode_checked`, which is lenient and names the key.
+"""Typed values <-> JSON for the result model. `encode`: fields in order, then `json_extra()`;
+tuples as lists, NaN and infinities as null. `decode` reads old records leniently (missing:
+the default or the type's empty value; unknown keys ignored), naming a bad value's path.
+Parsed JSON text tries msgspec first (fast, strict); what it rejects goes to
+`decode_checked`, which is lenient and names the key.
 """
 
 from __future__ import annotations
