@@ -1,10 +1,7 @@
-"""Developer tooling shipped with the package: `harness images build` builds the offline
-CPU test images from `images/images.yaml` (cached by tag + recipe hash). No sweep imports
-it.
-
-Containers have no network, so packages are installed on the host with `pip install
---target` (the host's Python minor matches the image's) and COPYed onto the
-debootstrapped base, with `.pyc` files baked in so `--rm` runs do not recompile.
+"""`harness images build`: the offline CPU test images of `images/images.yaml`, cached by tag
+and recipe hash (developer tooling; no sweep imports it). Containers have no network, so
+packages are `pip install --target`ed on the host (same Python minor), COPYed onto the
+debootstrapped base with `.pyc`s baked in, so `--rm` runs do not recompile.
 """
 
 from __future__ import annotations
@@ -94,14 +91,11 @@ def load_recipes(path: Path) -> dict[str, Recipe]:
 
 def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
           force: bool = False, jobs: int = 2, engine: Any = None) -> list[str]:
-    """Build the named recipes (and their bases); skip tags whose recipe label matches.
+    """Build the named recipes and their bases (tags whose recipe label matches skipped),
+    `jobs` contexts at a time, each image as soon as its base is ready, so chains overlap.
 
-    Contexts are prepared `jobs` at a time from the start, and each image is built once its
-    base and context are there, so independent chains overlap.
-
-    Raises:
-        InputError: an unknown recipe name.
-        ImageUnavailable: a recipe failed (the first in build order, once all others are built).
+    Raises: InputError: an unknown recipe name; ImageUnavailable: the first recipe (in build
+    order) that failed, once the rest are built.
     """
     if engine is None:
         engine = get_runtime("docker")      # docker-py loads here, paramiko hidden

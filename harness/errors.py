@@ -1,15 +1,11 @@
-"""The harness's own failures, and the exit code each maps to.
-
-A leak or a slowdown is a verdict, never an exception. Exceptions are for what stops
-the harness itself, and each class carries the process exit code::
+"""The harness's own failures and their exit codes. A leak or a slowdown is a verdict, never
+an exception; these are for what stops the harness itself::
 
     HarnessError                 exit 3 unless a subclass says otherwise
      +-- InputError              exit 2: the user's input is wrong (fix the file/flag)
      |    +-- SpecError          a matrix.yaml problem, with file, key path and line
      +-- EnvironmentUnavailable  exit 3: engine, GPU, image or interpreter missing
-     |    +-- EngineUnavailable
-     |    +-- ImageUnavailable
-     |    +-- GpuUnavailable
+     |    +-- EngineUnavailable, ImageUnavailable, GpuUnavailable
      +-- StoreError              exit 3: results directory unusable (disk full, locked)
 """
 

@@ -1,10 +1,7 @@
-"""Checks before the first cell: what can be known on the host is not learnt from a
-container per image.
-
-`compile_scenarios` compiles every scenario with the host's Python, so a syntax error, a
-file with setup() but not step(), a setup/step that is no function of one argument, or
-one calling sys.exit() is the user's input error (exit 2, file:line), not a crash
-reported against every image. `whole_script` tells a plain script, run whole once.
+"""Checks before the first cell, on the host, of what needs no container per image:
+`compile_scenarios` (host Python) makes a syntax error, setup() without step(), a setup/step
+not a function of one argument, or a sys.exit() call an input error (exit 2, file:line), not
+a crash on every image. `whole_script`: a plain script.
 """
 
 from __future__ import annotations
@@ -56,17 +53,11 @@ def floor_caps(cells: Iterable[Cell], cfg: AnalysisConfig, asked: int
 
 
 def check_lengths(cells: Iterable[Cell], cfg: AnalysisConfig, refuse: bool) -> list[str]:
-    """Cells too short to ever decide a memory trend (fewer calls than `min_samples`).
+    """Warnings for cells too short to ever decide a memory trend (< `min_samples` calls);
+    refused instead with `refuse` (the length came from `--iterations`), as a length the
+    matrix sets is the author's smoke run.
 
-    Args:
-        refuse: The length came from `--iterations`: refuse it. A length the matrix sets is
-            the author's (a smoke run): it is said, not refused.
-
-    Returns:
-        One warning per length the matrix sets too short (without `refuse`).
-
-    Raises:
-        InputError: with `refuse`, the cells, the length and the length they need.
+    Raises: InputError: with `refuse`, the cells, the length and the length they need.
     """
     short: dict[tuple[int, int], list[Cell]] = {}
     for cell in cells:

@@ -4,13 +4,9 @@
     def test_parse_does_not_leak(sample_bytes):
         parse(sample_bytes)
 
-The test function is the step, run over and over in a child process (`harness.api.check`)
-with its fixtures pickled to it (or in a fork where they cannot be); a bad verdict fails
-the test with its words, a pass says the smallest leak the run could have missed.
-`harness_time` runs the same way, and `--harness-save NAME` / `--harness-compare NAME`
-compare step times and peak memory with a saved run (`regression` fails, `suspected`
-passes). A budget too short to decide passes with a warning (`--harness-strict` fails).
-Unmarked sessions import nothing of harness but its names (`harness.pytestcall`).
+The test is the step, run over and over in a child (`harness.api.check`): a bad verdict fails
+it, as `regression` against `--harness-compare NAME`'s saved run (`--harness-save`) does; an
+undecided one passes with a warning (`--harness-strict`: fails). `harness_time` likewise.
 """
 
 from __future__ import annotations

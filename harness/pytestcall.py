@@ -1,12 +1,8 @@
 """What the pytest plugin and a marked test's run (`harness.api.marked`) share, importing
-nothing of harness so the plugin stays light: the plugin's names and `RunOn`, and a marked
-test's fixtures for every call in the child.
-
-harness calls a test thousands of times where pytest calls it once, and a shared fixture
-can build up state (read as a leak) or carry one call's output into the next. So the
-child gets a `Calls`: values shared, values copied per call (up to `FRESH_MOST` bytes),
-and fixtures it makes itself (`Made`), reset after every call as pytest's teardown would.
-Wider-scoped fixtures are shared, as pytest shares them.
+nothing of harness so the plugin stays light. harness calls a test thousands of times, so
+`Calls` keeps fixtures from building up state or passing output on: values shared, copied
+(to `FRESH_MOST` bytes), or made in the child (`Made`) and reset after every call as pytest's
+teardown would; wider-scoped fixtures are shared, as pytest does.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """harness agent: run a scenario, time each step, sample memory, write JSON lines.
 
-Stdlib only, Python 3.6+, the image's own interpreter; never imports harness.*. Writes
-schema 1 to --out and stdout: one "header", many "sample", one "end" (also when the
-scenario raises), with --attribute a "where" before the end; fields.py lists the fields.
-A scenario defines setup(params) -> state and step(state), optionally teardown(state),
-fw_bytes(state) -> int and info(state) -> dict; a file without setup/step runs whole.
-The parts, modules beside this one: agent.py (arguments, header, main), loop.py (the
-run), stepper.py (steps and samples), writer.py (output), readers.py (memory,
-contention, NVML), scenariofile.py, fields.py.
+Stdlib only, Python 3.6+, never imports harness.*. Writes schema 1 (fields.py) to --out and
+stdout: "header", "sample"s, "end" (even on a raise; --attribute: "where" before it). The
+scenario: setup(params) -> state and step(state), else run whole (scenariofile.py).
 """
 import os
 import platform

@@ -1,11 +1,7 @@
-"""Attribution for the measured phase: where the memory and the time went.
+"""Attribution for the measured phase (--attribute KINDS): where the memory and time went.
 
-Loaded only with --attribute KINDS (stdlib only, Python 3.6+); `make` returns an object
-whose `measure_end` returns the "where" record. Kinds: heap (tracemalloc growth by
-traceback), stack (sampled stacks, early vs late window), ops (TF1 step stats or
-torch.profiler), device (PyTorch's CUDA allocator history), native (memray), and with
-heap the processes the step drives (`Workers`). No part raises: failures go to "errors".
-"""
+`make(...).measure_end` returns the "where" record: heap (with worker processes), stack, ops,
+device (CUDA allocator), native (memray). Stdlib, Python 3.6+; failures go to "errors"."""
 
 import dis
 import json

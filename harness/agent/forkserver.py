@@ -1,13 +1,9 @@
-"""harness fork server: one warm interpreter that forks a fresh agent run per request.
+"""harness fork server: one warm interpreter forking a fresh agent run per request, as a new
+interpreter per short cell (`harness.check`, the plugin) costs more than its budget.
 
-For `harness.check` and the pytest plugin's many short cells, where a fresh interpreter
-per cell costs more than a short budget; it starts with the cells' allocator environment.
-Requests on stdin, one JSON object a line: {"argv", "env", "cwd", "log", "cgroup",
-"preload"} ("argv" null: only preload, reply {"ready": true}). Replies on stdout:
-{"pid"}, then {"exit"} (negative: a signal); {"refused": why} ends the server (a preload
-started a thread a fork would lack, or a module file changed: "stale"). If the host
-goes, the running run's group is killed. `fork_here` forks the host's own process as
-such a server. Stdlib only, Python 3.6+; run as a script."""
+Stdin: JSON lines {"argv", "env", "cwd", "log", "cgroup", "preload"} (null argv: preload,
+reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends it (a preload's
+thread, "stale" modules). If the host goes, the run's group is killed. Stdlib, Python 3.6+."""
 import gc
 import importlib.util
 import json

@@ -1,11 +1,8 @@
-"""The scenario's output, capped.
+"""The scenario's output (fds 1 and 2: print and C writes), capped on its way to agent.log.
 
-fds 1 and 2 (print and C writes alike) go through pipes to where they went before
-(agent.log): the first half of `CAP_BYTES` as it comes, the last quarter per fd kept and
-written at the end, so a traceback is never the part dropped; the middle is counted and
-dropped, with a note. At the end each pipe is drained, not waited on for EOF (a child the
-scenario left running may hold it open): a copy thread stops once its pipe stays empty
-for `SETTLE_S`. Stdlib only, Python 3.6+."""
+Kept: the first half of `CAP_BYTES` and each fd's last quarter (a traceback is never lost);
+the middle counted, dropped, noted. Pipes end when empty for `SETTLE_S`, not at EOF (a child
+left running may hold them). Stdlib only, Python 3.6+."""
 import os
 import select
 import sys

@@ -1,11 +1,8 @@
-"""The safety stop: a small process beside the agent that watches its memory.
-
-Runaway growth ends the run near a limit, not in the host's OOM killer: past the limit
-the agent is asked to stop at its next step; past twice it (or a grace time after
-asking) it is killed and the end record written in its place. A separate process because
-a step that does not return cannot stop itself. Growth counts from the end of the first
-call (which may build a CUDA context or compile); before it, growth past STOP_SHARE of
-the free memory kills the agent at once. Stdlib only, Python 3.6+."""
+"""The safety stop: a process beside the agent (a hung step cannot stop itself) that ends
+runaway memory before the OOM killer: past the limit the agent is asked to stop; past twice
+it, or a grace time on, it is killed and its end record written for it. Growth counts from
+the first call's end (CUDA context, compile); before it, growth past STOP_SHARE of the free
+memory kills at once. Stdlib only, Python 3.6+."""
 import json
 import os
 import select

@@ -310,18 +310,11 @@ def decided(verdicts: Sequence[str]) -> str | None:
 
 
 def plan_bisect(n: int, observed: Mapping[int, Sequence[str]], repeats: int = 1) -> BisectStep:
-    """The next bisect step, from every verdict seen so far (pure; call it in a loop).
+    """The next bisect step over `n` images (version order) from every verdict seen so far
+    (`observed`: index -> verdicts, oldest first); pure, call it in a loop. An image still
+    undecided after `repeats` more probes is skipped (`git bisect skip`).
 
-    Both endpoints first (0 good, n-1 bad), then the bracket's middle; an undecided probe
-    is repeated `repeats` times, then skipped as `git bisect skip` does.
-
-    Args:
-        n: Number of images, in version order.
-        observed: Index -> the verdicts seen for that image, oldest first.
-        repeats: Extra probes of an image whose verdict stayed undecided.
-
-    Raises:
-        ValueError: fewer than two images, or an observed index out of range.
+    Raises: ValueError: fewer than two images, or an observed index out of range.
     """
     if n < 2:
         raise ValueError(f"bisect needs at least two images, got {n}")

@@ -22,15 +22,11 @@ class Checked:
     """One function's run as a cell: the typed result and its verdict in words.
 
     Attributes:
-        result: The cell's result, as a sweep stores it in result.json.
+        result: The cell's result, as result.json stores it.
         root: The results directory kept (`check(..., out=DIR)`), else None.
-        where: For a leak, the lines that grew under a short tracemalloc run ("heap: +0.3
-            KiB/call at test_cache.py:9 test_remembers (CACHE.append(x))"), or one line
-            saying why none is named; else empty.
-        took: (wall seconds, the run's own seconds) of its calls; a much larger first is the
-            host's other work. None where the run did not say.
-        wall_s: The seconds the whole check took.
-        load: The host's one-minute load average per CPU at the end (None where unknown).
+        where: For a leak, the lines that grew under a short tracemalloc run, or why none.
+        took: (wall s, the run's own s) of its calls (a much larger first: host's other work).
+        wall_s, load: The whole check's seconds; the host's 1-minute load per CPU at the end.
     """
 
     result: CellResult
@@ -122,10 +118,8 @@ class Swept:
     """A matrix swept as `harness sweep` does it.
 
     Attributes:
-        report: The report model every renderer reads.
-        root: The results directory (its report.md, report.html, junit.xml).
-        exit_code: What `harness sweep` would exit with (0 clean, 1 a cell is bad, ...).
-        cells: Each cell's `Checked` by cell id; `bad` lists the bad ones' ids.
+        report, root: The report model every renderer reads; the results directory.
+        exit_code, cells: `harness sweep`'s exit code; each `Checked` by id (`bad`: bad ids).
     """
 
     report: Report

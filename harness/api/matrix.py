@@ -26,25 +26,12 @@ def sweep(matrix: str | os.PathLike[str] | Mapping[str, Any], *, out: str | os.P
     """Run a matrix as `harness sweep MATRIX` does, without printing the table.
 
     Args:
-        matrix: A matrix file, or its content as a dict (relative scenario paths read from
-            the current directory; written to a temporary file, so not resumable).
-        out: The reports folder (`--out`): results go to OUT/NAME/TIMESTAMP/.
-        select: Only the cells whose id matches (`-k`).
-        budget: Every cell's time budget (`--budget`).
-        iterations: Every cell's length in calls (`--iterations`).
-        runtime: Another runtime than the matrix's (`--runtime`).
-        resume: Finish the newest interrupted sweep of this matrix (`--resume`).
-        progress: Print the sweep's progress lines on stderr.
+        matrix: A matrix file, or its content as a dict (paths from the cwd; not resumable).
+        out, progress: The reports folder (`--out`): OUT/NAME/TIMESTAMP/; lines on stderr.
+        select, budget, iterations, runtime, resume: As their flags (select: `-k`).
 
-    Example, with `leaky.py` of this module's docstring beside `m.yaml`'s scenario::
-
-        >>> swept = harness.sweep("m.yaml", out="reports")      # doctest: +SKIP
-        >>> swept.exit_code, [c.verdict for c in swept.cells.values()]  # doctest: +SKIP
-        (1, ['leak'])
-
-    Raises:
-        InputError: a bad matrix or argument (said with the file, key, line and a fix).
-        EnvironmentUnavailable: no engine, GPU or interpreter for the cells.
+    Raises: InputError: a bad matrix or argument (with the file, key, line and a fix);
+    EnvironmentUnavailable: no engine, GPU or interpreter for the cells.
     """
     if isinstance(matrix, Mapping):
         with tempfile.TemporaryDirectory(prefix="harness-matrix-") as tmp:

@@ -1,11 +1,7 @@
-"""`harness.check`: one function run as one cell of a local matrix, the sweep's way; the
-cell against a saved run of its code, and a checked leak's lines.
-
-A saved run is compared as a sweep row is (`stages.settle.against_row`, `run_plan`), except
-that its code cannot run again: each round runs the current cell afresh against the saved
-statistic, both scaled to one CPU speed by the agent's canary, so save and compare on the
-same machine. A leak's lines (`Checked.where`) come from a brief rerun under tracemalloc,
-bounded by the budget at the host's pace and retried up to WHERE_TRIES times.
+"""`harness.check`: one function as one cell of a local matrix, compared with a saved run
+whose code cannot run again: each round reruns the cell against the saved statistic, both
+scaled to one CPU speed by the agent's canary (so save and compare on one machine).
+`Checked.where`: a brief tracemalloc rerun, up to WHERE_TRIES tries.
 """
 
 from __future__ import annotations
@@ -207,38 +203,20 @@ def check(step: Callable[..., object], setup: Callable[..., object] | None = Non
           baseline: Saved | None = None, save: Saved | None = None,
           out: str | os.PathLike[str] | None = None,
           progress: Progress | bool = False, here: bool = False) -> Checked:
-    """Run `step` over and over in a child process, as one cell of a local sweep, and
-    decide: leak, plateau, slowdown, ok, crash, ... The child forks from a warm interpreter
-    that imported `step`'s module once (docs/pytest.md).
+    """Run `step` over and over in a child process (forked from a warm interpreter) as one cell
+    of a local sweep, and decide: leak, plateau, slowdown, ok, crash, ...
 
     Args:
-        step: A module-level function, called as `step()`, `step(state)` with `setup`, or
-            `step(**kwargs)` with `kwargs`.
-        setup: A module-level function called once first as `setup(params)` (or `setup()`);
-            what it returns is `state`.
-        budget: How long to run ("3s", "500ms", "1m" or seconds), warm-up included; the run
-            stops early when certain and reruns longer when ambiguous, within `overrun`
-            budgets (4 by default).
-        iterations: A fixed number of calls instead of a budget.
-        params: Plain data handed to `setup(params)`.
-        kwargs: Keyword arguments for every call (pickled), or the plugin's per-call fixtures
-            (`harness.pytestcall.Calls`).
+        step, setup: Module-level `step()`, `step(state)` or `step(**kwargs)`; `setup(params)`.
+        budget, iterations: "3s", "500ms", "1m" or seconds, warm-up included; or fixed calls.
+        params, kwargs: `setup`'s params; each call's keyword arguments (pickled), or `Calls`.
         settings: Other run settings of a matrix's `defaults:` (docs/matrix.md).
-        baseline: A saved run to compare step times and peak memory with (verdicts
-            `regression`, `suspected`).
-        save: Where to keep this run as a baseline for later runs.
-        out: Keep the results directory under this folder, else a temporary one.
-        progress: True prints progress lines on stderr; or a callable.
-        here: Fork this process as it stands (POSIX), so step, setup and kwargs need not be
-            importable or picklable.
+        baseline, save, out: A saved run to compare with; where to save; where to keep results.
+        progress, here: Lines on stderr (or a callable); fork this very process, for steps
+            not importable or picklable (POSIX).
 
-    Returns:
-        The cell's result and its verdict in words (`Checked`).
-
-    Raises:
-        InputError: `step` or `setup` is not an importable module-level function, an
-            argument is not what it should be, or `baseline` names no saved run.
-        EnvironmentUnavailable: the interpreter cannot be run.
+    Raises: InputError: `step`/`setup` not importable at module level, a bad argument, no
+    baseline; EnvironmentUnavailable: the interpreter cannot be run.
     """
     seconds = None if iterations is not None else _seconds(budget)
     if iterations is not None and (type(iterations) is not int or iterations < 1):

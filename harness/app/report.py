@@ -23,12 +23,9 @@ if TYPE_CHECKING:
 
 
 def newest_run(path: Path, command: str) -> Path:
-    """`path` when it is a results directory, else its newest sweep results subdirectory
-    (by recorded start time); checked that `command` can read it.
+    """`path` if a results directory, else its newest sweep by start time; checked for `command`.
 
-    Raises:
-        InputError: a file, no such directory, not a results directory (nor a folder of
-            them), or one of another kind (the message names the command that reads it).
+    Raises: InputError: not a results directory (nor a folder of them), or one of another kind.
     """
     if path.exists() and not path.is_dir():
         raise InputError(f"{path}: a file, not a results directory; {a_file(path, command)}")

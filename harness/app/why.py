@@ -39,12 +39,9 @@ def named(pool: list[str], cell: str) -> list[str]:
 
 
 def why(cell: str, root: Path, recorded: Report, gated: Gated) -> list[str]:
-    """Why `cell` of the run in `root` got its verdict, as lines: the rules on its evidence,
-    then its run's course and its step times.
+    """Why `cell` got its verdict, in lines: rules on its evidence, run's course, step times.
 
-    Raises:
-        InputError: no current cell of that id (or ending in it; a stale one is named
-            with the command that reruns it), or one without samples.
+    Raises: InputError: no current cell of that id or suffix (a stale one: its rerun), no samples.
     """
     ids = sorted(recorded.results)
     found = named(ids, cell)

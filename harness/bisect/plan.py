@@ -116,14 +116,10 @@ def bisect(cells: Sequence[Cell], runner: Runner, say: Say, cache: Cache | None 
     """Find the first bad image among `cells` (one row, in image order).
 
     Args:
-        cells: The row's cells, ordered by image index.
-        runner: Runs a cell and returns its (final) result.
-        say: Receives one line per step.
-        cache: A finished result for a cell, or None; asked before its first run.
-        repeats: Extra probes of an image whose verdict stays undecided.
+        runner, say: Runs a cell to its final result; gets one line per step.
+        cache, repeats: A cell's finished result or None, asked first; extra undecided probes.
 
-    Raises:
-        ValueError: fewer than two cells, or cells of more than one row.
+    Raises: ValueError: fewer than two cells, or cells of more than one row.
     """
     if len({c.row for c in cells}) > 1:
         raise ValueError(f"bisect one row at a time, got {sorted({c.row for c in cells})}")

@@ -1,13 +1,8 @@
-"""`--format json`: a command's answer as one versioned JSON document on stdout
-(docs/json.md):
+"""`--format json`: a command's answer as one versioned JSON document on stdout (docs/json.md).
 
-    {"schema": "harness.answer/1", "command": "explain", "exit": 0, "notes": [...],
-     "answer": {...}}
-
-A command opts in with `@answers(NAME, EMPTY)` and `add(parser)`. In JSON mode its
-stdout goes to stderr, it hands its answer over (`update`, from typed objects, never
-its text) and its sentences (`say`) become `notes`. On an error nothing is written to
-stdout. `harness report --format json` keeps results.json's own document.
+Opt in with `@answers(NAME, EMPTY)` and `add(parser)`: in JSON mode stdout goes to stderr, the
+answer comes from typed objects (`update`), never text, `say` sentences become `notes`, and an
+error writes nothing to stdout. `harness report` keeps results.json's own document.
 """
 
 from __future__ import annotations

@@ -32,8 +32,7 @@ def add(p: argparse.ArgumentParser, *which: Option, per: str = "cell",
 
     Args:
         per: What --iterations, --warmup and --budget apply to ("cell", "probe").
-        out_keeps: Said after --out's default: what the command keeps there.
-        docker_host_does: Said before --docker-host's help.
+        out_keeps, docker_host_does: Said after --out's default; before --docker-host's help.
         quiet_does: What -q leaves out, for a command that prints no progress.
     """
     for name in which:

@@ -46,14 +46,10 @@ class CulpritAsked:
     """What `harness culprit` is asked (its flags).
 
     Attributes:
-        row: Only this row (default: each row with a first bad image).
-        good, bad: G and B as image labels of the row (default: its last good and first
-            bad image).
-        matrix: The sweep's matrix file (default: the one its plan.json names).
-        swap: No search: swap these packages both ways and run the two hybrids.
-        repeats: Extra runs of a hybrid whose verdict stays ambiguous.
-        runtime, docker_host: Another runtime than the matrix's, and its engine.
-        quiet: No progress lines.
+        row, matrix: Only this row (default: each with a first bad image); the sweep's matrix.
+        good, bad: G and B as image labels (default: the row's last good and first bad).
+        swap, repeats: No search: swap these packages both ways; more runs of an ambiguous one.
+        runtime, docker_host, quiet: Another runtime and its engine; no progress lines.
     """
 
     row: str | None = None

@@ -1,9 +1,7 @@
-"""What differs between a row's last good image G and first bad image B: the package
-changes the culprit search swaps, and what no swap undoes (interpreter, OS, CUDA, driver).
-
-Beyond the package: once a change is proved and `explain` has attributed the bad cell's
-samples to call sites, both releases' code is fetched, diffed and set against those
-sites (`code_answers`). A release that cannot be had is one line, never a failure.
+"""What differs between a row's last good image G and first bad B: the package changes the
+culprit search swaps, and what no swap undoes (interpreter, OS, CUDA, driver). Once a change
+is proved, `code_answers` sets both releases' code diff against `explain`'s call sites; a
+release that cannot be had is one line, never a failure.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""`harness culprit`: which change between a row's last good image G and its first bad
-image B made B bad, proved both ways.
-
-Each probe is a hybrid image (B with some package changes undone, or G with them
-applied) run through the sweep's stages and compared with G, as `bisect` runs probes;
-`culprit.search` picks them. Local hybrids are venvs of the resolved pins with the set
-swapped (`--no-deps` where the resolver refuses them); one that cannot be built is
-untestable.
+"""`harness culprit`: which change between a row's last good image G and first bad B made B
+bad, proved both ways by hybrids (B with changes undone, G with them applied; picked by
+`culprit.search`) run through the sweep's stages against G. Local hybrids are venvs of the
+pins swapped (`--no-deps` where the resolver refuses); an unbuildable one is untestable.
 """
 
 from __future__ import annotations
@@ -229,18 +225,12 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
     """Search the changes from G to B for the set that makes B bad.
 
     Args:
-        g_cell, good: The row's last good cell and its sweep result.
-        b_cell, bad: The row's first bad cell and its sweep result.
-        runner: Runs a (hybrid) cell and returns its final result, compared with G.
-        say: Receives one line per probe.
-        repeats: Extra runs of a hybrid whose verdict stays undecided (ambiguous).
-        make: Builds a hybrid image (`docker_hybrids`); None: local venvs
-            (`hybrid_image`), reusing G's or B's sweep cell for an equal recipe.
-        swap: Package names to swap as one set, no search; named only where both
-            probes prove it.
+        g_cell, good, b_cell, bad: The row's last good and first bad cells, and their results.
+        runner, say: Runs a (hybrid) cell to its final result against G; one line per probe.
+        repeats, make: Extra runs of an undecided hybrid; builds a hybrid image (None: venvs).
+        swap: Packages swapped as one set, no search (named only if both probes prove it).
 
-    Raises:
-        ValueError: a name in `swap` is not a package change between G and B.
+    Raises: ValueError: a name in `swap` is not a package change between G and B.
     """
     start = time.monotonic()
     out = CulpritOutcome(b_cell.row, good, bad, difference(good, bad), lock=b_cell.image.lock)

@@ -91,15 +91,10 @@ def culprit_in_run(root: Path, on: RunsOn, g: Cell, b: Cell,
                    results: Mapping[str, CellResult], say: Say, make: Maker | None = None,
                    repeats: int = 1, swap: Sequence[str] = (), days: bool = True
                    ) -> tuple[CulpritOutcome, dict[str, object]]:
-    """Search between G and B with probes in root/culprit/<row>/; the outcome and the
-    culprit.json written there.
+    """Search between G and B with probes in root/culprit/<row>/; the outcome and its
+    culprit.json. `days`: between the day search's days where known (not with swap, make).
 
-    `days`: search between the day search's days (`ends`) where known; never with
-    `swap` or `make` (the day search is local).
-
-    Raises:
-        StoreError: culprit/<row>/ is locked by another search.
-        ValueError: `swap` names a package that did not change (`culprit`).
+    Raises: StoreError: culprit/<row>/ is locked; ValueError: `swap` names an unchanged package.
     """
     good, bad = (End(g, results[g.id], root), End(b, results[b.id], root))
     if days and not swap and make is None:

@@ -1,17 +1,12 @@
-"""Which of the changes between a last good image G and a first bad image B did it (pure).
+"""Which of the changes between a last good image G and a first bad B did it (pure).
 
-Delta debugging (Zeller's ddmin) through a probe callback: `probe(UNDO, s)` is B with
-`s` undone, `probe(APPLY, s)` is G with `s` applied; each answers "good", "bad" or
-"untestable" (skipped, as `git bisect skip`).
+Delta debugging (ddmin) by `probe(UNDO, s)` (B, `s` undone), `probe(APPLY, s)` (G, `s`
+applied), each "good", "bad" or "untestable" (skipped), no probe twice:
 
 1. B with every change undone still bad: not the packages (`OUTSIDE`).
-2. ddmin on the undo side: the smallest set U whose undoing makes B good.
-3. G with U applied bad: U is proved both ways (`FOUND`), tightened to a smaller proved
-   subset where one exists.
-4. Else U is not enough: ddmin on the apply side for X with G + (U + X) bad, then
-   B with U + X undone must be good.
-
-Each distinct probe runs once.
+2. ddmin undoing: the smallest U whose undoing makes B good.
+3. G + U bad: U is proved both ways (`FOUND`), tightened to a smaller proved subset if any.
+4. Else ddmin applying: X with G + U + X bad; then B without U + X must be good.
 """
 
 from __future__ import annotations
@@ -129,15 +124,10 @@ def ddmin(items: Sequence[T], holds: Callable[[Sequence[T]], bool]) -> tuple[T, 
 
 
 def find_culprit(changes: Sequence[T], probe: Prober[T]) -> Search[T]:
-    """The set of changes that makes B bad, proved both ways, or why none is named.
+    """The set of `changes` (G to B, each once, in order) that makes B bad, proved both ways
+    by `probe` (see the module), or why none is named.
 
-    Args:
-        changes: What differs between G and B, each once (hashable), in a fixed order.
-        probe: Runs one hybrid: (UNDO, s) is B with `s` undone, (APPLY, s) G with `s`
-            applied; returns "good", "bad" or "untestable".
-
-    Raises:
-        ValueError: the probe answered something else, or a change is listed twice.
+    Raises: ValueError: the probe answered something else, or a change is listed twice.
     """
     items = tuple(changes)
     if len(set(items)) != len(items):

@@ -1,15 +1,9 @@
-"""`harness sweep --find-cause`: per bad row, the journey from a swept matrix to the cause,
-chaining the existing plans (never a copy of their loops):
-
-  day      last good and first bad day, for two days of one `as_of:` entry (`day_of`)
-  explain  the call site (`explain.plan`)
-  culprit  the package, proved both ways (`culprit.run.culprit_in_run`)
-  code     the proved change's code against explain's sites (`culprit.changes`)
-  fixed    the first good image after the first bad one, from the sweep's cells
-  host     on a `hosts:` sweep, the first bad image on each other host: host or image?
-
-Each step's answer is reused while its run keys hold; a row's answer goes to
-`cause/<row>.json`, its paragraph (`summary`) using only the run's own figures.
+"""`harness sweep --find-cause`: per bad row, the journey to the cause, chaining the existing
+plans (never copying their loops): day (`day_of`: last good and first bad day of an `as_of:`
+entry) -> explain (the call site) -> culprit (the package, proved both ways) -> code (its
+change against explain's sites) -> fixed (the first good image after the first bad) -> host
+(on a `hosts:` sweep, each other host's first bad image: host or image?). Answers are reused
+while their run keys hold; a row's goes to `cause/<row>.json`, told from its own figures.
 """
 
 from __future__ import annotations

@@ -193,13 +193,10 @@ def search_days(row: str, good_day: str, bad_day: str, resolve: Resolve, probe: 
     """The last good and first bad day between `good_day` (good) and `bad_day` (bad).
 
     Args:
-        resolve: A day's pins (as of its 00:00 UTC).
-        probe: Runs a day's pins: PROBE_GOOD, PROBE_BAD, or else untestable (stops).
-        uploaded: (package, version) -> when it reached the index, or None.
-        yanked: package -> {version: reason} of its yanked releases.
+        resolve, probe: A day's pins (as of 00:00 UTC); their run: PROBE_GOOD, PROBE_BAD, or stop.
+        uploaded, yanked: (package, version) -> upload time; package -> {version: reason}.
 
-    Raises:
-        ValueError: `bad_day` not after `good_day`.
+    Raises: ValueError: `bad_day` not after `good_day`.
     """
     if _day(bad_day) <= _day(good_day):
         raise ValueError(f"the bad day {bad_day} is not after the good day {good_day}")
@@ -269,14 +266,11 @@ def day_of_row(sweep: Sweep, g_cell: Cell, good: CellResult, b_cell: Cell,
 
     Args:
         sweep: A Sweep over the local runtime, its store the probes' directory.
-        g_cell, good: G's cell and result; b_cell, bad: B's.
-        g_series: G's samples, if not in sweep's store.
-        uploaded: (package, version) -> its upload time.
-        yanked: package -> its yanked releases.
+        g_cell, good, b_cell, bad: G's cell and result; B's.
+        g_series, uploaded, yanked: G's samples, if not in the store; as `search_days`.
 
-    Raises:
-        ValueError: G and B are not two days of one `as_of:` entry, or B not after G.
-        resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
+    Raises: ValueError: G and B not two days of one `as_of:` entry, or B not after G;
+    resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
     """
     if not same_entry(g_cell, b_cell):
         raise ValueError(f"{g_cell.image.label} and {b_cell.image.label} are not two days "
@@ -311,15 +305,11 @@ def day_in_run(root: Path, matrix: Matrix, runtime: Runtime, g_cell: Cell,
     """`day_of_row` for results directory `root`: probes and day.json in `root/day/<row>/`.
 
     Args:
-        matrix: The sweep's matrix.
-        runtime: A started local runtime.
-        g_cell, good: The last good day's cell and result; b_cell, bad: the first bad's.
-        say: The search's lines; progress: the sweep's progress lines.
+        matrix, runtime: The sweep's matrix; a started local runtime.
+        g_cell, good, b_cell, bad, say, progress: As `day_of_row`; the sweep's progress lines.
 
-    Raises:
-        ValueError: as `day_of_row`, or `runtime` is not the local one.
-        resolver.TooEarly, resolver.Unreachable: a day cannot be resolved.
-        StoreError: `root/day/<row>/` is locked by another search.
+    Raises: as `day_of_row` (ValueError too: `runtime` is not local); StoreError:
+    `root/day/<row>/` is locked by another search.
     """
 
     store = RunStore(root / DAY_DIR / b_cell.row)

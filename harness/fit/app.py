@@ -49,13 +49,10 @@ class FitAsked:
     """What `harness fit` is asked (its flags).
 
     Attributes:
-        matrix: The matrix file.
-        param: NAME=LO..HI (default: the matrix's `fit:` block).
-        select: Only the rows whose id matches (`-k`).
+        matrix, select, param: The matrix file; `-k`; NAME=LO..HI (default: its `fit:` block).
         out: The reports folder: probes go to OUT/NAME/fit-PARAM/, reused there.
-        runtime, docker_host: Another runtime than the matrix's, and its engine.
+        runtime, docker_host, quiet: Another runtime and its engine; no progress lines.
         iterations, warmup, budget: Each probe's lengths.
-        quiet: No progress lines.
     """
 
     matrix: Path

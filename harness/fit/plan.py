@@ -1,10 +1,7 @@
-"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell
-runs, and the memory per unit of that param.
-
-Each probe is the row's cell with the param set, run as any cell (current ones reused).
-Fitting is taken as monotonic, so each probe narrows the answer to `fits .. fails - 1`; a
-guess (doubling, or where the least-squares memory line meets the limit) is probed only
-when bisection still ends within `probe_bound`, so a wrong prediction cannot cost more.
+"""How much fits: per row, the largest value of an integer param in [lo, hi] whose cell runs,
+and the memory per unit of it. Fitting is taken as monotonic; a guess (doubling, or where the
+memory line meets the limit) is probed only if bisection still ends within `probe_bound`, so
+a wrong one cannot cost more.
 """
 
 from __future__ import annotations
@@ -81,13 +78,10 @@ def plan_fit(lo: int, hi: int, seen: Mapping[int, str], runs: int,
     """The next value to probe, or the answer.
 
     Args:
-        lo, hi: The inclusive range.
-        seen: Outcome per value probed: "fit", one of `FAILURES`, or one of `STOPS`.
-        runs: Probes run so far (cells taken from disk do not count).
-        predicted: The memory model's largest value that fits, or None.
+        lo, hi, seen: The inclusive range; each probed value's "fit", `FAILURES` or `STOPS`.
+        runs, predicted: Probes run (not from disk); the memory model's largest fit, or None.
 
-    Raises:
-        ValueError: an empty range, a value outside it, or an unknown outcome.
+    Raises: ValueError: an empty range, a value outside it, or an unknown outcome.
     """
     if hi < lo:
         raise ValueError(f"empty range {lo}..{hi}")
@@ -361,14 +355,11 @@ def fit_row(cell: Cell, target: Target, runner: Runner, say: Say,
     """Find the largest value of `target.param` that fits in `cell`'s row.
 
     Args:
-        cell: The row's cell as the matrix gives it.
-        target: The param and its range.
-        runner: Runs a probe cell; returns its result and samples.
-        say: Receives one line per probe.
+        cell, target: The row's cell as the matrix gives it; the param and its range.
+        runner, say: Runs a probe cell to its result and samples; one line per probe.
         cache: A finished probe on disk, or None; read for every value first.
 
-    Raises:
-        InputError: a probe's agent says the scenario never read the param (exit 2).
+    Raises: InputError: a probe's agent says the scenario never read the param (exit 2).
     """
     row = FitRow(cell, target, FitStep("probe", None, target.lo - 1, target.hi + 1))
     seen: dict[int, str] = {}

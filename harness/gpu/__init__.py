@@ -1,9 +1,7 @@
-"""Host-side GPU facts, one module per concern; this face only hands their names on.
-
-- `host`: this machine's driver and GPUs through NVML, and their memory during a cell.
-- `cuda`: CUDA compatibility tables, an image's precheck on a GPU, and the log signs of
-  an image that cannot use the GPU.
-- `engine`: the GPUs a Docker engine gives containers (probe container, mechanisms).
+"""Host-side GPU facts, one module per concern (this face only hands their names on): `host`
+(the driver and GPUs through NVML, their memory during a cell), `cuda` (compatibility tables,
+an image's precheck, log signs of an image that cannot use the GPU), `engine` (the GPUs a
+Docker engine gives containers).
 """
 
 from harness.gpu.cuda import (

@@ -62,14 +62,11 @@ def engine_inventory(client: Any, image: str, python: str, mount: bool,
     """Run the NVML probe in `image` on the engine behind `client` (docker-py).
 
     Args:
-        mount: bind-mount the agent (a local engine); else copy it in.
-        device_request: docker-py's DeviceRequest for every GPU, built by the caller
-            from `device_request_kwargs("all", by)` (only the runtime imports docker).
-        ulimits: docker-py Ulimits the engine needs given (podman).
+        mount, ulimits: Bind-mount the agent (local engine), else copy it; Ulimits (podman).
+        device_request: The caller's all-GPU DeviceRequest (only the runtime imports docker).
 
-    Raises:
-        GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver).
-        EngineUnavailable: the probe container could not be created.
+    Raises: GpuUnavailable: the engine refuses GPU requests (no NVIDIA device driver);
+    EngineUnavailable: the probe container could not be created.
     """
     kwargs: dict[str, Any] = {
         "command": [python, "/harness/agent/readers.py"],

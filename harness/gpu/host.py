@@ -202,17 +202,13 @@ def _stats(values: list[float]) -> dict[str, float] | None:
 def reconcile(agent: list[dict[str, Any]], host_cgroup: list[dict[str, Any]],
               host_gpu: list[dict[str, Any]], tolerance: float = 0.05,
               floor: int = 64 * MiB) -> dict[str, Any]:
-    """Put the agent's, the engine's and the host NVML's memory figures side by side.
+    """The agent's, the engine's and the host NVML's memory figures side by side: {"sources":
+    {name: {first, peak, last}}, "flags": [what disagrees, and why]}.
 
     Args:
-        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used` keys).
-        host_cgroup: the engine's stats samples (`usage` key), RunOutcome.host_samples.
-        host_gpu: HostGpuSampler samples (`gpu`, `used`).
-        tolerance: relative difference accepted between two figures of one quantity.
-        floor: absolute difference always accepted (sampling rates differ).
-
-    Returns:
-        {"sources": {name: {first, peak, last}}, "flags": [what disagrees, and why]}.
+        agent: the agent's sample records (`rss`, `rss_anon`, `cgroup`, `gpu_used`).
+        host_cgroup, host_gpu: engine stats samples (`usage`); HostGpuSampler's (`gpu`, `used`).
+        tolerance, floor: the relative and absolute differences accepted (sampling rates differ).
     """
     def series(rows: list[dict[str, Any]], key: str) -> list[float]:
         return [float(r[key]) for r in rows if isinstance(r.get(key), (int, float))]

@@ -1,10 +1,7 @@
-"""`harness history reports/NAME`: every sweep-kind run of a matrix joined, running none
-(not bisect or fit; a re-decided copy stands for its run).
-
-- A line is a report row on one host ("ROW @ HOST"): hosts are never mixed in one line.
-- Images are in release order (`release_order`): the newest matrix's, older tags slotted in.
-- Per (line, image): every run's reading, oldest first; the latest is the newest readable.
-- Flaky: same run key but good in one run, bad in another (different keys: latest wins).
+"""`harness history reports/NAME`: every sweep-kind run of a matrix (a re-decided copy for
+its run) joined, running none: a line per report row and host ("ROW @ HOST"), images in
+release order, per line and image every run's reading, oldest first. Flaky: same run key,
+good in one run and bad in another.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The order of a matrix's images: the release order of image tags (or labels), and the
-days of an `as_of:` entry.
-
-Release order: NGC calendar tags `YY.MM[.P][-suffix]` by (YY, MM, P) among tags with the
-baseline's suffix; anything else as a version, among tags of the baseline's shape (digit
-runs blanked), by its digit runs.
-
-`as_of:` (a list of days, or `{from, to, every}`) makes one image `NAME@DAY` per day,
-in day order; the local runtime resolves `pip:` as the index stood that day.
+"""The order of a matrix's images: release order of tags (or labels), and `as_of:` days.
+NGC calendar tags `YY.MM[.P][-suffix]` sort by (YY, MM, P) among tags with the baseline's
+suffix, others by digit runs among tags of its shape. `as_of:` (days, or `{from, to,
+every}`) makes an image `NAME@DAY` per day; locally `pip:` resolves as of that day.
 """
 
 from __future__ import annotations
@@ -114,14 +109,10 @@ def step(day: dt.date, n: int, unit: str) -> dt.date:
 
 def parse_as_of(ctx: Any, value: Any, path: PathKey, today: dt.date | None = None
           ) -> tuple[str, ...]:
-    """The days of an `as_of:` value, ascending, as `YYYY-MM-DD`.
+    """The days of an `as_of:` value, ascending, as `YYYY-MM-DD`, none after `today` (default:
+    today, UTC); `ctx` (`entries.Ctx`) words the errors.
 
-    Args:
-        ctx: The matrix document (`entries.Ctx`), which words the errors.
-        today: The last day allowed (default: today, UTC).
-
-    Raises:
-        SpecError: a bad, repeated or future day, a bad range, too many days.
+    Raises: SpecError: a bad, repeated or future day, a bad range, too many days.
     """
     today = today or dt.datetime.now(dt.timezone.utc).date()
     if isinstance(value, dict):

@@ -103,12 +103,9 @@ def recorded(res: CellResult, cfg: AnalysisConfig) -> Baseline | None:
 
 def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: AnalysisConfig,
               baseline: str | None = None) -> tuple[dict[str, CellResult], list[Changed]]:
-    """Every cell decided again, and the cells whose verdict changed (a cut-short cell
-    becomes `unreadable`; a cut-short baseline's comparison stays as recorded).
-
-    Args:
-        series: Each cell's recorded samples (cells/<id>/samples.jsonl).
-        baseline: The matrix's baseline image label (results.json meta), if it had one.
+    """Every cell decided again from its recorded `series` (against the `baseline` label, if
+    any), and the cells whose verdict changed: a cut-short cell becomes `unreadable`; a
+    cut-short baseline's comparison stays as recorded.
     """
     decided: dict[str, tuple[CellResult, CellVerdict | None]] = {}
     cut: dict[str, str] = {}

@@ -1,9 +1,5 @@
-"""What CI shows of a sweep: report.md (`MarkdownReporter`, GitHub-flavoured, for a PR
-comment or $GITHUB_STEP_SUMMARY) and junit.xml (`JunitReporter`, one testcase per cell).
-
-Each verdict kind's element is its `Kind.junit` (harness.analysis.kinds): `<failure>`
-where the code misbehaved, `<error>` where it did not finish or could not run,
-`<skipped>` where nothing says the code is wrong; only ok and plateau pass.
+"""What CI shows of a sweep: report.md (`MarkdownReporter`, for a PR comment or step summary)
+and junit.xml (`JunitReporter`, a testcase per cell, its element the kind's `Kind.junit`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""The console at any size: a grid of one short token per cell where full words do not
-fit, conclusions grouped, and every line wrapped at the width.
-
-A token is a kind's symbol and its figure: "L16" (leak, KiB/call), "S1.5" (slowdown),
-"R1.3" (regression); the first bad bracketed ("[L16]"), a GPU cell run on the CPU marked
-"c". Images past the width are paged as blocks. `colour_of`: a kind's terminal colour.
+"""The console at any size: a grid of one short token per cell where words do not fit,
+conclusions grouped, lines wrapped, images past the width paged as blocks. A token is a
+kind's symbol and figure ("L16": leak, KiB/call), the first bad bracketed ("[L16]"), a GPU
+cell run on the CPU marked "c".
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""report.html: one self-contained page, plots drawn as inline SVG (works offline).
-
-Templates are autoescaped, as ids, reasons and tracebacks may hold anything; only the SVG
-drawn here (`chart`), which escapes its own text, is passed as `Markup`. A cell's plots
-share one y scale per source across a row (`RowScales`); the overview (`row_trends`) reads
-results only, never samples, so it stays cheap at thousands of cells.
+"""report.html: one self-contained page, plots as inline SVG (works offline). Templates
+autoescape (ids, reasons, tracebacks may hold anything); only `chart`'s SVG, which escapes
+its own text, is `Markup`. The overview (`row_trends`) reads no samples, to stay cheap at
+thousands of cells.
 """
 
 from __future__ import annotations

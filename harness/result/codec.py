@@ -1,14 +1,8 @@
-"""Typed values <-> JSON, for the result model: one encoder and one checking decoder.
-
-`encode` turns frozen dataclasses into JSON: fields in order, then a record's
-`json_extra()` (derived values for a reader), tuples as lists, NaN and infinities as null.
-`decode(T, value)` builds a `T`, naming the path of the first value that does not fit
-(`memory.heap.slope: expected a number, got 'x'`).
-
-Older records read leniently: a missing field reads as its default, else its type's empty
-value; unknown keys are ignored. A value parsed from JSON text tries msgspec first (fast,
-strict); what it rejects goes to the checking decoder (`decode_checked`), which keeps
-those lenient promises and names the key, which msgspec cannot.
+"""Typed values <-> JSON for the result model. `encode`: fields in order, then `json_extra()`;
+tuples as lists, NaN and infinities as null. `decode` reads old records leniently (missing:
+the default or the type's empty value; unknown keys ignored), naming a bad value's path.
+Parsed JSON text tries msgspec first (fast, strict); what it rejects goes to
+`decode_checked`, which is lenient and names the key.
 """
 
 from __future__ import annotations
@@ -487,15 +481,11 @@ def decode(cls: type[T], value: object, path: str = "",
     """A `cls` (a dataclass) from a JSON object, read leniently (see the module).
 
     Args:
-        path: Where `value` stands, for the errors' paths.
-        required: Paths of fields that must be there ("id", "image.label").
-        skip: Given, a field that does not fit is read as missing and its error handed
-            to `skip`, so one bad field from outside does not lose the rest.
-        parsed: `value` came from JSON text, so msgspec may build it (free-form fields
-            need no check).
+        path, required: Where `value` stands, for errors; paths that must be there ("id").
+        skip: Given, a bad field reads as missing and its error goes to `skip`.
+        parsed: `value` came from JSON text, so msgspec may build it.
 
-    Raises:
-        DecodeError: a value does not fit (without `skip`), or a required one is missing.
+    Raises: DecodeError: a value does not fit (without `skip`), or a required one is missing.
     """
     if parsed and cls not in _REFUSED and _fits(value, required):
         try:

@@ -1,10 +1,7 @@
-"""`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses.
-
-Built once the verdict is final, stored as `cells/<id>/result.json` (through
-`result.codec`) and read back by `load_result`. Free-form parts from outside the harness
-are `JSON`, never `Any`. `cell_text`/`cell_numbers` say a result in words.
-`DerivedFrom` records the run keys an answer was made from, so a cell run again since
-(a `--resume`, a copied directory) shows the answer as stale.
+"""`CellResult`: one cell, from agent record to rendered report, as frozen dataclasses, stored
+as `cells/<id>/result.json` once final (`result.codec`, `load_result`). Outside free-form
+parts are `JSON`, never `Any`. `DerivedFrom`: the run keys an answer came from, so one whose
+cell ran again since shows as stale.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""A cell's run key: what its result depends on, so a stored result is reused only for
-the same run.
-
-`key_of` records the image, the scenario file and its local imports, params, settings,
-attribution, runtime, host and GPU. Readers compare a stored key part by part
-(`why_changed`) and rerun a cell whose key differs. The image part is what is known
-before preparing it (ref, pins, interpreter): a tag moved to a new digest is not seen.
+"""A cell's run key: what its result depends on, so a stored result is reused only for the
+same run (`key_of`: image, scenario and its local imports, params, settings, attribution,
+runtime, host, GPU; `why_changed` compares). The image part is what is known before
+preparing it, so a tag moved to a new digest is not seen.
 """
 
 from __future__ import annotations

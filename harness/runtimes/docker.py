@@ -328,12 +328,9 @@ def container_kwargs(request: RunRequest, engine: Engine) -> dict[str, Any]:
 
 
 def run_container(engine: Engine, request: RunRequest, progress: Progress) -> RunOutcome:
-    """Run the cell's container to its end, its deadline or a cancel, and remove it. An
-    engine lost mid-run is an outcome (`error`), not a harness abort.
+    """Run the cell's container to its end, deadline or cancel; remove it. Engine lost: `error`.
 
-    Raises:
-        ImageUnavailable: the image vanished from the engine.
-        KeyboardInterrupt: the request was cancelled (the container is removed).
+    Raises: ImageUnavailable: the image vanished; KeyboardInterrupt: cancelled (removed too).
     """
     cell, s = request.cell, request.cell.settings
     kwargs = container_kwargs(request, engine)

@@ -49,14 +49,10 @@ def where(base_url: str | None) -> str:
 
 
 def connect(base_url: str | None) -> Any:
-    """A docker-py client that answered a ping.
+    """A docker-py client that answered a ping at `base_url`: a unix://, tcp:// or ssh:// URL,
+    a docker context, or None (DOCKER_HOST, else the default socket).
 
-    Args:
-        base_url: An endpoint URL (unix://, tcp://, ssh://), a docker context name, or
-            None for DOCKER_HOST / the default socket.
-
-    Raises:
-        EngineUnavailable: no engine answers there, or no context has that name.
+    Raises: EngineUnavailable: no engine answers there, or no context has that name.
     """
     try:
         url = base_url
@@ -412,12 +408,10 @@ def hybrid(client: Any, base: ImageSpec, other: ImageSpec, take: Sequence[str],
     """The hybrid's tag, built now unless the engine has it already.
 
     Args:
-        take: Packages whose files come from `other` (at other's version).
-        drop: Packages whose files are removed from `base` first.
+        take, drop: Packages whose files come from `other`; removed from `base` first.
         swapped: What was swapped, in words, for the image's label.
 
-    Raises:
-        ImageUnavailable: a package has no RECORD, or the build failed otherwise.
+    Raises: ImageUnavailable: a package has no RECORD, or the build failed.
     """
     tag = tag_of(client, base, other, take, drop)
     if image_labels(client, tag) is not None:

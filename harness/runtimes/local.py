@@ -249,13 +249,10 @@ class LocalRuntime(RuntimeBase):
         """A venv at `tmp` with `reqs`, by uv where installed (much faster), else pip.
 
         Args:
-            as_of: only files uploaded before that day.
-            no_deps: each requirement as listed, no dependency resolved.
-            hashed: a lock's lines with `--hash`es, installed with `--require-hashes`.
+            as_of, no_deps: Only files uploaded before that day; no dependency resolved.
+            hashed: A lock's lines with `--hash`es, installed with `--require-hashes`.
 
-        Raises:
-            PinsRefused: the installer would not install them.
-            ImageUnavailable: the venv could not be made.
+        Raises: PinsRefused: the installer refused them; ImageUnavailable: no venv made.
         """
         uv = resolver.uv_bin()
         tool = "uv" if uv else "pip"

@@ -266,19 +266,14 @@ def yanked_pins(reqs: Sequence[str], pins: Sequence[str]) -> list[str]:
 
 def resolve(reqs: Sequence[str], day: str, python: str, version: str, cache: Path,
             label: str) -> tuple[str, ...]:
-    """The pins `reqs` resolved to as of `day` for the interpreter `python`.
+    """The pins `reqs` resolve to as of `day` (`YYYY-MM-DD`, not after today) for `python`.
 
     Args:
-        reqs: Requirement strings.
-        day: `YYYY-MM-DD`, not after today.
-        python: The interpreter the venv will be built with (its markers count).
-        version: That interpreter's `sys.version` (part of the cache key).
-        cache: harness's cache directory.
-        label: The dated image's label, for errors.
+        python, version: The venv's interpreter (its markers count); its `sys.version`.
+        cache, label: harness's cache directory; the dated image's label, for errors.
 
-    Raises:
-        TooEarly: no version of a requirement had been uploaded by that day.
-        Unreachable: the index did not answer, or uv is not installed.
+    Raises: TooEarly: nothing of a requirement uploaded by that day; Unreachable: the index
+    did not answer, or uv is not installed.
     """
     got = cached(cache, reqs, day, version)
     if got is not None:

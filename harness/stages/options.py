@@ -20,14 +20,11 @@ class SweepOptions:
     """What a sweep is asked: `harness sweep`'s flags, `harness.sweep`'s arguments.
 
     Attributes:
-        matrix: The matrix file (with --between, the one written for the two files).
-        out: The reports folder: results go to OUT/NAME/TIMESTAMP/.
+        matrix, out: The matrix file (with --between, the one written); the reports folder.
         resume: Continue the newest results directory (True), or the one given.
-        runtime: Another runtime than the matrix's; docker_host: its engine's address.
-        quiet: No progress lines, and no live display.
-        between: The matrix is `--between OLD NEW`'s: then culprit searches where NEW is bad.
-        explain: Then where each row's first bad leaks or slows.
-        find_cause: Then the whole journey per bad row (`days.journey`).
+        runtime, docker_host, quiet: Another runtime and its engine; no progress or display.
+        between, explain, find_cause: Then culprits where NEW is bad; where the first bad
+            leaks or slows; the whole journey per bad row (`days.journey`).
         iterations, warmup, budget: The lengths asked.
     """
 

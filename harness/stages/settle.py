@@ -1,9 +1,7 @@
-"""A cell's way after its run: the comparisons a measured cell makes ready (`Rows`), each
-settled (`settle`): compare (`against_row`) -> rounds (`run_rounds`) -> decide
-(`with_rounds`). Compare and decide are pure, and nothing here writes.
-
-Where the pooled comparison leaves a doubt, baseline and suspect run again in short
-interleaved rounds (B S B S ...) until settled; busy rounds are replaced.
+"""A cell's way after its run: each comparison a measured cell makes ready (`Rows`) settled
+(`settle`): compare (`against_row`) -> rounds (`run_rounds`) -> decide (`with_rounds`).
+Where the pooled comparison leaves a doubt, baseline and suspect rerun in interleaved rounds
+(B S B S ...) until settled, busy ones replaced. Compare and decide are pure; nothing writes.
 """
 
 from __future__ import annotations

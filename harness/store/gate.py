@@ -133,14 +133,10 @@ def read_run(root: Path) -> RunDir:
 def gate(root: Path, given: Path | None = None,
          runtime: Callable[[Cell], str] | None = None,
          matrix: Matrix | None = None) -> Gated:
-    """Each of the run's cells as it stands now.
+    """Each of the run's cells as it stands now, checked against `given` (else the run's copy).
+    `runtime`: where a cell would run now; without it, where it ran (no run keys: current).
 
-    `given`: the matrix file to check against, else the run's copy. `runtime`: the runtime a
-    cell would run on now; without it, what it ran on (no run keys: read current).
-
-    Raises:
-        InputError: a result.json or plan.json of the wrong shape; a `given` matrix that does
-            not read.
+    Raises: InputError: a result.json or plan.json of the wrong shape; a `given` unreadable.
     """
     found = read_run(root)
     refresh = rerun_line(root)
@@ -190,11 +186,9 @@ def why_not_current(result: CellResult | None, cell: Cell, runtime: str) -> str 
 def read_gated(root: Path, given: Path | None = None, as_run: bool = False
                ) -> tuple[Gated, Matrix | None]:
     """The run's cells through the gate, and the matrix checked against (None where not
-    found: `Gated.unchecked` says so). `as_run`: the matrix as the run recorded it.
+    found: `Gated.unchecked`); `as_run`: the matrix as the run recorded it.
 
-    Raises:
-        InputError: a --matrix that does not read; a result.json or plan.json of the wrong
-            shape.
+    Raises: InputError: a --matrix that does not read; a result.json or plan.json of wrong shape.
     """
     try:
         matrix = matrix_of(root, "", given, as_run)

@@ -1,9 +1,7 @@
-"""`reports/<sweep>/<timestamp>/` with cells/<id>/{samples.jsonl,result.json}, results.json.
-
-Writes are atomic (temp file, fsync, rename), so a crash never leaves half a file. A
-directory is locked while a sweep writes it; `--resume` continues the newest sweep of the
-matrix and skips cells complete from the same run (`harness.result.runkey`). Also the only
-readers of where.json, culprit.json and day.json, which `answers.*` type and check.
+"""`reports/<sweep>/<timestamp>/`: cells/<id>/{samples.jsonl,result.json}, results.json.
+Writes are atomic (temp file, fsync, rename), a directory locked while a sweep writes it;
+`--resume` skips cells complete from the same run (`harness.result.runkey`). Also the only
+readers of where.json, culprit.json and day.json.
 """
 
 from __future__ import annotations
@@ -207,13 +205,11 @@ class RunStore:
     @classmethod
     def open(cls, base: Path, name: str, resume: bool | Path,
              matrix: Path | None = None, started: float | None = None) -> RunStore:
-        """A new timestamped directory (named by `started`, default now), or with
-        `resume` a sweep of `name` to continue: the given one, else the newest by recorded start;
-        with `matrix`, only a sweep of that matrix file (`runs.resumable`).
+        """A new directory named by `started` (default now), or with `resume` a sweep of
+        `name` to continue: the one given, else the newest (of `matrix`, `runs.resumable`).
 
-        Raises:
-            InputError: --resume given but no sweep of this matrix to resume.
-            StoreError: cannot create or lock the directory.
+        Raises: InputError: no sweep of this matrix to resume; StoreError: cannot create or
+        lock the directory.
         """
         if isinstance(resume, Path):
             if kind_of(resume) is None:  # reports/NAME, as report takes it: its newest

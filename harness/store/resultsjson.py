@@ -1,9 +1,6 @@
-"""results.json's cells and results.index.
-
-A cell's line of results.json is copied from its result.json's text while that file is
-the one read (its `Stamp`). results.index records per cell that stamp, the line's place
-and its CRC-32, so `read_cells` reads cells from one open file where all agree
-(`Lines.result`) and from result.json otherwise; a rewrite changes the stamp.
+"""results.json's cells, each a copy of its result.json's text while its `Stamp` holds, and
+results.index (per cell that stamp, the line's place and CRC-32), so `read_cells` reads one
+open file where all agree (`Lines.result`), else result.json.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Saved runs: one cell's result.json and samples.jsonl kept under a name, for a later
-run of the same code to compare against (`check(..., save=..., baseline=...)`,
-`--harness-save` / `--harness-compare`).
-
-A saved run is a results directory of one cell, `ROOT/cells/KEY/`, read by the store's
-usual readers. Files are replaced atomically, samples first and result last, so a reader
-sees the old run or the new, and xdist workers saving other keys never meet.
+"""Saved runs: one cell's result.json and samples.jsonl under a name, for a later run of the
+same code to compare against (`check(..., save=, baseline=)`, `--harness-save/-compare`): a
+one-cell results directory, replaced atomically (samples first), so a reader sees the old
+run or the new, and xdist workers on other keys never meet.
 """
 
 from __future__ import annotations
@@ -27,12 +24,11 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 @dataclass(frozen=True)
 class Saved:
-    """Where one saved run lives: `root/cells/key/` (result.json, samples.jsonl).
+    """Where one saved run lives: `root/cells/key/`.
 
     Attributes:
         root: The directory of saved runs of one name (the plugin's `.harness/NAME`).
-        key: The run's directory name under `root/cells/` (`key_of` makes one of a test id).
-        label: How comparisons name it ("main (saved)").
+        key, label: Its directory name (`key_of` of a test id); how comparisons name it.
     """
 
     root: Path

@@ -1,9 +1,7 @@
-"""New tags of a repository, run through a suite against a baseline tag:
-list tags -> those newer (by `tag_order`) than the baseline and the last one checked ->
-the suite's matrix over [baseline, new...] -> sweep -> reports -> the state moves on.
-Tags come from the registry's HTTP API v2 (`tags/list`, bearer-token flow), with
-NGC_API_KEY or Docker config credentials, else anonymous. A bad REPO is an InputError
-(exit 2); an unreachable registry or refused credentials EnvironmentUnavailable (exit 3).
+"""New tags of a repository, run through a suite against a baseline tag: tags newer (by
+`tag_order`) than the baseline and the last checked -> sweep [baseline, new...] -> reports.
+Tags come from the registry's API v2 (bearer token; NGC_API_KEY, Docker config, or none). A
+bad REPO is an InputError; an unreachable registry or refused login EnvironmentUnavailable.
 """
 
 from __future__ import annotations
@@ -68,11 +66,9 @@ class RepoRef:
 
 def parse_repo(text: str) -> RepoRef:
     """`nvcr.io/nvidia/tensorflow`, `127.0.0.1:5000/x/y` or `python` -> RepoRef.
+    A first part with '.' or ':', or `localhost`, is a host, as Docker decides.
 
-    The first part is a host when it has '.' or ':' or is `localhost`, as Docker decides.
-
-    Raises:
-        InputError: empty, a tag or digest given, or not a valid repository name.
+    Raises: InputError: empty, a tag or digest given, or not a valid repository name.
     """
     written = text.strip()
     fix = "write REPO like nvcr.io/nvidia/tensorflow or 127.0.0.1:5000/team/image"
