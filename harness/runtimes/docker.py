@@ -224,6 +224,8 @@ OWNER = f"{socket.gethostname()}:{os.getpid()}:{start_time(os.getpid())}"
 STACK_BYTES = 64 * 1024 * 1024
 POLL_S = 0.1
 SIGKILLED = 137            # the exit code of a process the kernel killed with SIGKILL (128 + 9)
+OOM_LATE_S = 3.0           # how long dockerd's record of an OOM kill is waited for
+OOM_POLL_S = 0.25
 
 
 class CgroupReadings(Protocol):
@@ -384,7 +386,7 @@ def run_container(engine: Engine, request: RunRequest, progress: Progress) -> Ru
         oom_seen, peak = cgroup() if cgroup is not None else (False, None)
         outcome.oom_killed = bool(state.get("OOMKilled")) or oom_seen or (
             state.get("ExitCode") == SIGKILLED and not outcome.timed_out
-            and _oom_event(engine.client, container.id, state))
+            and _oom_late(engine.client, container.id, state))
         if t_stats is not None:   # the stream only ends when the container is removed
             t_stats.join(timeout=0.05)
         outcome.host_samples = list(stats)
@@ -453,16 +455,37 @@ def _epoch(stamp: str) -> int:
     return int(datetime.fromisoformat(stamp[:19] + "+00:00").timestamp())
 
 
-def _oom_event(client: Any, cid: str, state: dict[str, Any]) -> bool:
-    """Whether the engine logged an `oom` event for the container (dockerd can set
-    `OOMKilled` too late); False where it cannot say."""
+def _oom_event(client: Any, cid: str, state: dict[str, Any], until: int | None = None) -> bool:
+    """Whether the engine logged an `oom` event for the container over its run (to
+    `until`, else its end); False where it cannot say."""
     try:
         events = client.events(since=_epoch(state["StartedAt"]) - 1,
-                               until=_epoch(state["FinishedAt"]) + 1,
+                               until=until or _epoch(state["FinishedAt"]) + 1,
                                filters={"container": cid, "event": "oom"}, decode=True)
         return any((e.get("Action") or e.get("status")) == "oom" for e in events)
     except (*ENGINE_ERRORS, KeyError, ValueError, TypeError):
         return False
+
+
+def _oom_late(client: Any, cid: str, state: dict[str, Any]) -> bool:
+    """Whether a container SIGKILLed before its deadline was OOM-killed: its `oom` event
+    or `OOMKilled`, asked again for `OOM_LATE_S`, since dockerd may record either after
+    the exit shows (a busy host: a kill at the memory limit read `not OOMKilled`). A kill
+    from outside waits that long once."""
+    deadline = time.monotonic() + OOM_LATE_S
+    until = None
+    while True:
+        if _oom_event(client, cid, state, until):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(OOM_POLL_S)
+        until = int(time.time()) + 1
+        try:
+            if client.api.inspect_container(cid)["State"].get("OOMKilled"):
+                return True
+        except (*ENGINE_ERRORS, KeyError, TypeError):
+            return False
 
 
 def _exited(state: dict[str, Any]) -> bool:

@@ -15,6 +15,7 @@ import pytest
 import requests.exceptions
 
 from harness import matrixfile
+from harness.runtimes import docker as docker_mod
 from harness.runtimes.base import LABEL, ImageInfo, RunRequest
 from harness.runtimes.docker import OWNER, DockerRuntime, kill
 
@@ -290,15 +291,52 @@ class SigkilledEngine(FakeEngine):
 
 
 def test_an_oom_kill_the_engine_s_flag_missed_is_read_from_its_event_log(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """dockerd sets OOMKilled from the container's `oom` event, which can reach it after
     it handled the exit: the CI of f1aa496 read a container killed at its memory limit
     with `OOMKilled false`. Its event log still holds the event; a SIGKILL without one
-    (a kill from outside) is no OOM."""
+    (a kill from outside) is no OOM, once the wait for a late record has passed."""
+    monkeypatch.setattr(docker_mod, "OOM_LATE_S", 0.3)
+    monkeypatch.setattr(docker_mod, "OOM_POLL_S", 0.05)
     for has_event in (True, False):
         engine = SigkilledEngine(has_event)
         outcome = _runtime(engine).run(_request(tmp_path / str(has_event)), lambda t: None)
         assert (outcome.exit_code, outcome.oom_killed) == (137, has_event)
-        [asked] = engine.asked     # the container's own oom events, over its run
-        assert asked["filters"] == {"container": "c0", "event": "oom"}
-        assert asked["since"] < asked["until"] and asked["until"] - asked["since"] <= 12
+        first, *later = engine.asked     # the container's own oom events, over its run
+        assert first["filters"] == {"container": "c0", "event": "oom"}
+        assert first["since"] < first["until"] and first["until"] - first["since"] <= 12
+        assert later == [] if has_event else len(later) >= 2, engine.asked
+
+
+class LateOomEngine(SigkilledEngine):
+    """The record of the OOM kill reaches dockerd after the exit was read: the `oom`
+    event (`by="event"`) or the `OOMKilled` flag (`by="flag"`), from the 3rd ask on."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__(oom_event=False)
+        self.by, self.inspected = by, 0
+
+    def inspect_container(self, cid: str) -> dict[str, Any]:
+        self.inspected += 1
+        state = super().inspect_container(cid)
+        state["State"]["OOMKilled"] = self.by == "flag" and self.inspected >= 3
+        return state
+
+    def events(self, **kwargs: Any) -> list[dict[str, Any]]:
+        self.oom_event = self.by == "event" and len(self.asked) >= 2
+        return super().events(**kwargs)
+
+
+@pytest.mark.parametrize("by", ["event", "flag"])
+def test_an_oom_kill_recorded_after_the_exit_is_an_oom(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by: str) -> None:
+    """A CI beside two busy loops read a container killed at its 48m limit as `killed by
+    SIGKILL from outside (exit 137, not OOMKilled)`: neither the flag nor the event was
+    recorded yet when the exit was read. Both are asked again for a while."""
+    monkeypatch.setattr(docker_mod, "OOM_LATE_S", 5.0)
+    monkeypatch.setattr(docker_mod, "OOM_POLL_S", 0.01)
+    engine = LateOomEngine(by)
+    outcome = _runtime(engine).run(_request(tmp_path), lambda t: None)
+    assert (outcome.exit_code, outcome.oom_killed) == (137, True)
+    assert len(engine.asked) == (3 if by == "event" else 2), engine.asked
+    assert all(a["until"] > a["since"] for a in engine.asked)
