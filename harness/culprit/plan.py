@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.analysis.kinds import BAD, BROKE, GOOD, KINDS, UNDECIDED
+from harness.analysis.kinds import BAD, BROKE, KINDS, UNDECIDED
 from harness.answers.search import TOOLING, free_of
 from harness.bisect.plan import attempts, run_attempt
 from harness.culprit.changes import Change, Difference, difference, workaround
@@ -240,7 +240,9 @@ def culprit(g_cell: Cell, good: CellResult, b_cell: Cell, bad: CellResult, runne
         raise ValueError(f"not a package change from {good.image.label} to "
                          f"{bad.image.label}: {', '.join(lacking)} (allowed values: "
                          f"{', '.join(c.name for c in out.diff.packages) or 'none'})")
-    if not swap and (bad.verdict not in BAD or good.verdict not in GOOD):
+    # G good as a probe is (`outcome_of`): where B's fault is memory, undecided on its
+    # steps alone with its memory stable counts
+    if not swap and (bad.verdict not in BAD or not free_of(good, bad.verdict)):
         out.not_bad = bad.verdict not in BAD
         if not out.not_bad:
             out.search = Search("no-fix", why=f"G {good.image.label} is {good.verdict}, not "

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.analysis.kinds import BAD, GOOD
+from harness.analysis.kinds import BAD
+from harness.answers.search import free_of
 from harness.culprit.plan import culprit, sweep_runner
 from harness.matrixfile.cells import dated_cell
 from harness.result.model import DerivedFrom
@@ -80,8 +81,11 @@ def ends(root: Path, g: Cell, b: Cell, results: Mapping[str, CellResult], runtim
         if result is None or day is None:
             return sweep
         cell = dataclasses.replace(dated_cell(g, day), id=result.id)
-        if why_not_current(result, cell, runtime) is not None or result.verdict not in (
-                GOOD if key == "good_cell" else BAD):
+        # the good day as the day search read it: good, or undecided on its steps alone
+        # with its memory stable (`free_of`), where the fault is memory
+        shown = (free_of(result, sweep[1].result.verdict) if key == "good_cell"
+                 else result.verdict in BAD)
+        if why_not_current(result, cell, runtime) is not None or not shown:
             return sweep
         found.append(End(cell, result, where))
     return found[0], found[1]
