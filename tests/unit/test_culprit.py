@@ -444,25 +444,20 @@ def test_changes_no_hybrid_could_hold_apart_are_named_together_and_said(
     assert "Not held apart" not in alone.sentence()
 
 
-def test_culprit_after_harness_day_searches_the_days_it_found(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 51: `harness culprit` on a dated row that `harness day` searched takes the
-    last good and first bad day's runs (as --find-cause does), not the axis's ends;
-    --good/--bad search the two images named."""
+def _swept_and_day_searched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A dated row (`other` moves on 2024-09-05, then a and b on 09-18; b 2.0 leaks)
+    swept on the fake index and searched by `harness day`: the run's directory."""
     from fakeruntime import DatedIndex
     from sweepkit import on_the_cli, write_matrix
 
-    def history(day: str) -> dict[str, str]:    # `other` moves first, then a and b
+    def history(day: str) -> dict[str, str]:
         late = day >= "2024-09-18"
         return {"a": "2.0" if late else "1.0", "b": "2.0" if late else "1.0",
                 "other": "2" if day >= "2024-09-05" else "1"}
 
     # patched where they are used: the day search and the resolver
-
     monkeypatch.setattr("harness.days.search.upload_time", lambda name, version: None)
-
     for where in ("harness.days.search", "harness.runtimes.resolver"):
-
         monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
     on_the_cli(monkeypatch, DatedIndex(
         tmp_path / "cache", history, leaks_when(lambda p: "b==2.0" in p),
@@ -473,6 +468,15 @@ def test_culprit_after_harness_day_searches_the_days_it_found(
     assert main(["sweep", str(matrix), "--out", str(tmp_path / "r"), "-q"]) == 1
     (run,) = (tmp_path / "r" / "d").iterdir()
     assert main(["day", str(run), "-q"]) == 1
+    return run
+
+
+def test_culprit_after_harness_day_searches_the_days_it_found(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: `harness culprit` on a dated row that `harness day` searched takes the
+    last good and first bad day's runs (as --find-cause does), not the axis's ends;
+    --good/--bad search the two images named."""
+    run = _swept_and_day_searched(tmp_path, monkeypatch)
     assert main(["culprit", str(run), "cpu.loop", "-q"]) == 1
     found = json.loads((run / "culprit" / "cpu.loop" / "culprit.json").read_text())
     assert found["good"] == "app@2024-09-16.cpu.loop"    # the day search's probe
@@ -492,26 +496,7 @@ def test_a_good_day_left_undecided_on_its_steps_alone_is_still_the_good_end(
     stable, as good (`answers.search.free_of`); culprit takes that day as its good end
     too. (A CI beside two busy loops: the good day's probe read `unsettled`, and the
     --find-cause culprit fell back to the sweep's images, 7 probes for 2.)"""
-    from fakeruntime import DatedIndex
-    from sweepkit import on_the_cli, write_matrix
-
-    def history(day: str) -> dict[str, str]:
-        late = day >= "2024-09-18"
-        return {"a": "2.0" if late else "1.0", "b": "2.0" if late else "1.0",
-                "other": "2" if day >= "2024-09-05" else "1"}
-
-    monkeypatch.setattr("harness.days.search.upload_time", lambda name, version: None)
-    for where in ("harness.days.search", "harness.runtimes.resolver"):
-        monkeypatch.setattr(f"{where}.yanked_releases", lambda name: {})
-    on_the_cli(monkeypatch, DatedIndex(
-        tmp_path / "cache", history, leaks_when(lambda p: "b==2.0" in p),
-        {("a", v): {"b": v} for v in ("1.0", "2.0")}))
-    matrix = write_matrix(tmp_path, [{"name": "app", "python": "python3", "pip": ["a"],
-                                      "as_of": ["2024-09-01", "2024-10-01"]}],
-                          gpus=["none"], name="d")
-    assert main(["sweep", str(matrix), "--out", str(tmp_path / "r"), "-q"]) == 1
-    (run,) = (tmp_path / "r" / "d").iterdir()
-    assert main(["day", str(run), "-q"]) == 1
+    run = _swept_and_day_searched(tmp_path, monkeypatch)
     # the good day's probe as a busy host leaves it: undecided on its steps, memory stable
     (probe,) = run.glob("day/cpu.loop/cells/app@2024-09-16.cpu.loop/result.json")
     data = json.loads(probe.read_text())
