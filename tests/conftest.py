@@ -166,19 +166,29 @@ def heaviest_first(items: list[Any]) -> list[Any]:
     of an image reads its files from disk (TensorFlow's: ~8 s of waiting when the page
     cache lost them), and when all four workers began with such units the CPUs stood
     idle for minutes (measured: 40-80 % idle for the suite's first 3 minutes). In CI,
-    where the engines are set up while the tests run (`ENGINES_READY`), every unit that
-    needs none comes first, heaviest first, and those that need one after them."""
+    where the engines are set up while the tests run (`ENGINES_READY`), the Slurm group
+    comes first (its tests run one after another on one worker, minutes in all; those on
+    the cluster alone first, as they wait only for `SLURM_READY`), then every unit that
+    needs no engine, heaviest first, and those that need one after them."""
     units: dict[str, int] = {}
     engine: set[str] = set()
+    cluster: set[str] = set()
     for item in items:
         unit = _unit_of(item)
         units[unit] = units.get(unit, 0) + _weight(item)
-        if {m.name for m in item.iter_markers()} & ENGINE_MARKS:
+        if needs_of(item):
             engine.add(unit)
+        if _on_cluster_alone(item):
+            cluster.add(unit)
     ranked = sorted(units, key=lambda u: -units[u])      # stable: the files' order
     if os.environ.get(ENGINES_READY):      # CI: the engines are still being set up
         rank = {u: k for k, u in enumerate(ranked)}
-        return sorted(items, key=lambda item: (_unit_of(item) in engine, rank[_unit_of(item)]))
+
+        def tier(unit: str) -> int:
+            return 0 if unit in cluster else 2 if unit in engine else 1
+
+        return sorted(items, key=lambda item: (tier(_unit_of(item)), rank[_unit_of(item)],
+                                               not _on_cluster_alone(item)))
     lanes = [[u for u in ranked if u in engine], [u for u in ranked if u not in engine]]
     taken = [0, 0]
     place: dict[str, int] = {}
@@ -192,6 +202,17 @@ def heaviest_first(items: list[Any]) -> list[Any]:
 
 
 ENGINE_MARKS = {"docker", "podman", "slurm"}
+
+
+def needs_of(item: pytest.Item) -> set[str]:
+    """The engines and the cluster a test runs on, by its marks."""
+    return {m.name for m in item.iter_markers()} & ENGINE_MARKS
+
+
+def _on_cluster_alone(item: pytest.Item) -> bool:
+    """A test on the Slurm cluster alone, in CI where its setup is said apart from the
+    images' (`SLURM_READY`): the cluster is up in seconds, the images take minutes."""
+    return bool(os.environ.get(SLURM_READY)) and needs_of(item) == {"slurm"}
 
 
 def _unit_of(item: pytest.Item) -> str:
@@ -231,17 +252,19 @@ def xdist_group_of(item: pytest.Item) -> str | None:
 
 # CI (`.ci/run`) starts the tests while the engines' images build: it names a file here
 # that it writes once every engine, image and the cluster are set up ("ok"), or not
-# ("failed: ..."). The tests that need none of them run first (`heaviest_first`); one
-# that does waits for the file in its setup.
+# ("failed: ..."), and a second that it writes once the cluster alone is up. The tests
+# that need none of them run first (`heaviest_first`), beside the Slurm group; one that
+# needs them waits for its file in its setup.
 ENGINES_READY = "HARNESS_CI_ENGINES_READY"
+SLURM_READY = "HARNESS_CI_SLURM_READY"     # the same, written once the cluster alone is up
 ENGINES_WAIT_S = 3600.0
 
 
 def wait_for_engines(item: pytest.Item) -> None:
     """Where CI names its ready file, wait for it before a test on an engine or a
     cluster; fail the test, saying why, where the setup failed or never ended."""
-    ready = os.environ.get(ENGINES_READY)
-    if not ready or not {m.name for m in item.iter_markers()} & ENGINE_MARKS:
+    ready = os.environ.get(SLURM_READY if _on_cluster_alone(item) else ENGINES_READY)
+    if not ready or not needs_of(item):
         return
     import time
 

@@ -121,6 +121,42 @@ def test_while_ci_sets_the_engines_up_the_units_that_need_none_come_first(
     assert order == ["h1", "h2", "plain", "e1", "e2"]
 
 
+def test_in_ci_the_slurm_group_starts_first_its_cluster_only_tests_before_the_rest(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the same tests, and the Slurm group of a light test on the cluster alone
+    # after one that also needs Docker's images, while CI sets the engines up and says
+    # the cluster's setup apart
+    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
+    monkeypatch.setenv("HARNESS_CI_SLURM_READY", "slurm-ready")
+    grouped = pytest.mark.xdist_group("slurm")
+    items = [*heavy_in_two_lanes(),
+             Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
+             Item(grouped, pytest.mark.slurm, name="s_alone")]
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN the group first though lighter than h1, the test on the cluster alone before
+    # the one that waits for the images; then as before
+    assert order == ["s_alone", "s_docker", "h1", "h2", "plain", "e1", "e2"]
+    # AND without the cluster's own file the group waits with the engines' units
+    monkeypatch.delenv("HARNESS_CI_SLURM_READY")
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    assert order == ["h1", "h2", "plain", "e1", "e2", "s_docker", "s_alone"]
+
+
+def test_a_test_on_the_cluster_alone_waits_for_the_cluster_not_the_images(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    ready, slurm_ready = tmp_path / "ready", tmp_path / "slurm-ready"
+    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", str(ready))
+    monkeypatch.setenv("HARNESS_CI_SLURM_READY", str(slurm_ready))
+    monkeypatch.setattr(root_conftest, "ENGINES_WAIT_S", 0.5)
+    slurm_ready.write_text("ok\n", encoding="utf-8")
+    root_conftest.wait_for_engines(Item(pytest.mark.slurm, name="s"))     # no wait
+    with pytest.raises(pytest.fail.Exception, match="not set up after"):
+        root_conftest.wait_for_engines(Item(pytest.mark.slurm, pytest.mark.docker, name="d"))
+    slurm_ready.write_text("failed: slurm\n", encoding="utf-8")
+    with pytest.raises(pytest.fail.Exception, match="failed: slurm"):
+        root_conftest.wait_for_engines(Item(pytest.mark.slurm, name="s"))
+
+
 def test_a_test_on_an_engine_waits_for_ci_to_set_it_up(
         root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     ready = tmp_path / "ready"
