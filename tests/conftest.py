@@ -137,11 +137,11 @@ def _podman_missing(item: pytest.Item, reason: str) -> None:
 #
 # Under xdist the work is also handed out heaviest first: a long test or group started
 # last is the run's tail while the other workers idle. Each unit of work (a group, or a
-# test of none) is weighed by its tests' marks (`_weight`: a `slow` test, by the seconds
-# its mark says if it does, one on an engine or a cluster, a plain one), and the items
-# are sorted by their unit's weight, heaviest first, stably; `pytest_configure` turns off
-# xdist's own reorder (units by test count), which would undo it. Not without xdist:
-# there the order stays the files'.
+# test of none) is weighed by its tests' wall times in a recorded run (`DURATIONS`), or
+# for a test not in it by its marks (`_weight`), and the items are sorted by their
+# unit's weight, heaviest first, stably; `pytest_configure` turns off xdist's own
+# reorder (units by test count), which would undo it. Not without xdist: there the
+# order stays the files'.
 @pytest.hookimpl(tryfirst=True)   # before xdist's hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
@@ -166,10 +166,10 @@ def heaviest_first(items: list[Any]) -> list[Any]:
     of an image reads its files from disk (TensorFlow's: ~8 s of waiting when the page
     cache lost them), and when all four workers began with such units the CPUs stood
     idle for minutes (measured: 40-80 % idle for the suite's first 3 minutes). In CI,
-    where the engines are set up while the tests run (`ENGINES_READY`), the Slurm group
-    comes first (its tests run one after another on one worker, minutes in all; those on
-    the cluster alone first, as they wait only for `SLURM_READY`), then every unit that
-    needs no engine, heaviest first, and those that need one after them."""
+    where the cluster is said set up apart from the images (`SLURM_READY`), the Slurm
+    group comes first, its tests on the cluster alone before the rest: one after another
+    on one worker they take minutes, and they wait for the cluster only. A unit on an
+    engine handed out before CI has set it up waits in its setup (`wait_for_engines`)."""
     units: dict[str, int] = {}
     engine: set[str] = set()
     cluster: set[str] = set()
@@ -181,24 +181,16 @@ def heaviest_first(items: list[Any]) -> list[Any]:
         if _on_cluster_alone(item):
             cluster.add(unit)
     ranked = sorted(units, key=lambda u: -units[u])      # stable: the files' order
-    if os.environ.get(ENGINES_READY):      # CI: the engines are still being set up
-        rank = {u: k for k, u in enumerate(ranked)}
-
-        def tier(unit: str) -> int:
-            return 0 if unit in cluster else 2 if unit in engine else 1
-
-        return sorted(items, key=lambda item: (tier(_unit_of(item)), rank[_unit_of(item)],
-                                               not _on_cluster_alone(item)))
-    lanes = [[u for u in ranked if u in engine], [u for u in ranked if u not in engine]]
+    place = {u: k for k, u in enumerate(u for u in ranked if u in cluster)}
+    lanes = [[u for u in ranked if u in engine - cluster], [u for u in ranked if u not in engine]]
     taken = [0, 0]
-    place: dict[str, int] = {}
     while lanes[0] or lanes[1]:
         lane = (0 if not lanes[1] else 1 if not lanes[0] else
                 min((0, 1), key=lambda k: (taken[k], -units[lanes[k][0]])))
         unit = lanes[lane].pop(0)
         taken[lane] += units[unit]
         place[unit] = len(place)
-    return sorted(items, key=lambda item: place[_unit_of(item)])
+    return sorted(items, key=lambda item: (place[_unit_of(item)], not _on_cluster_alone(item)))
 
 
 ENGINE_MARKS = {"docker", "podman", "slurm"}
@@ -222,10 +214,12 @@ def _unit_of(item: pytest.Item) -> str:
 
 
 def _weight(item: pytest.Item) -> int:
-    """A rough cost in seconds: a `slow` test takes tens of seconds (20 unless its mark
-    says `slow(seconds=N)`: the ones that take a minute or more in CI say so, so they
-    start before the 20-second ones), one on an engine or a cluster starts containers
-    or jobs (seconds), a plain one mostly well under one."""
+    """A test's cost in seconds: its wall time in the run `DURATIONS` recorded, else a
+    rough one by its marks: a `slow` test takes tens of seconds (20 unless its mark says
+    `slow(seconds=N)`), one on an engine or a cluster starts containers or jobs
+    (seconds), a plain one mostly well under one."""
+    if item.nodeid in DURATIONS:
+        return max(1, int(DURATIONS[item.nodeid]))
     marks = {m.name for m in item.iter_markers()}
     slow = item.get_closest_marker("slow")
     return (1 + (int(slow.kwargs.get("seconds", SLOW_S)) if slow is not None else 0)
@@ -233,6 +227,13 @@ def _weight(item: pytest.Item) -> int:
 
 
 SLOW_S = 20     # what a `slow` test weighs unless it says
+# Each test's wall time (2 s or more) in a run of the suite under `-n 6`, written by
+# `python3 tools/cpu_per_test.py RUN.jsonl --weights tests/durations.json` (the tool's
+# docstring says how to record one). Only the order of the hand-out reads it; a copy of
+# this conftest alone (tests that run pytest on one) weighs by the marks.
+_RECORDED = Path(__file__).parent / "durations.json"
+DURATIONS: dict[str, float] = (json.loads(_RECORDED.read_text(encoding="utf-8"))
+                               if _RECORDED.is_file() else {})
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
@@ -252,9 +253,8 @@ def xdist_group_of(item: pytest.Item) -> str | None:
 
 # CI (`.ci/run`) starts the tests while the engines' images build: it names a file here
 # that it writes once every engine, image and the cluster are set up ("ok"), or not
-# ("failed: ..."), and a second that it writes once the cluster alone is up. The tests
-# that need none of them run first (`heaviest_first`), beside the Slurm group; one that
-# needs them waits for its file in its setup.
+# ("failed: ..."), and a second that it writes once the cluster alone is up. A test
+# that needs them waits for its file in its setup, while the workers' other tests run.
 ENGINES_READY = "HARNESS_CI_ENGINES_READY"
 SLURM_READY = "HARNESS_CI_SLURM_READY"     # the same, written once the cluster alone is up
 ENGINES_WAIT_S = 3600.0

@@ -21,6 +21,10 @@ Two ways to count, chosen when the plugin loads:
 
     PYTHONPATH=tools python3 -m pytest -p cpu_per_test -q -n 6 --dist loadgroup
     python3 tools/cpu_per_test.py cpu-per-test.jsonl           (per file and per test)
+    python3 tools/cpu_per_test.py cpu-per-test.jsonl --weights tests/durations.json
+
+`--weights` writes each test's wall time (2 s or more) as the suite's hand-out order
+weighs it (tests/conftest.py: under xdist the heaviest unit of work starts first).
 
 The summary also prints the whole run's wall time and the machine's busy CPU seconds
 over it, so what no test holds (the workers' start and collection, the engines'
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -224,8 +229,28 @@ def main(path: str, top: int = 30) -> None:
         print(f"{r['cpu']:6.1f} {r.get('containers', 0.0):7.1f} {r['wall']:7.1f}  {r['id']}")
 
 
+WEIGHED_S = 2.0     # a test under this weighs what its marks say (tests/conftest.py)
+
+
+def weights(path: str, out: str) -> None:
+    """Each test's wall time in the run `path` recorded, as tests/conftest.py reads it:
+    node ids without xdist's "@group" suffix, whole seconds, the tests of WEIGHED_S or
+    more."""
+    with open(path) as f:
+        rows = [json.loads(line) for line in f]
+    seconds = {re.sub(r"@(slurm|tests/[\w/]+\.py)$", "", r["id"]): round(r["wall"])
+               for r in rows if r.get("wall", 0) >= WEIGHED_S}
+    Path(out).write_text(json.dumps(dict(sorted(seconds.items())), indent=0) + "\n",
+                         encoding="utf-8")
+    print(f"{len(seconds)} tests of {WEIGHED_S:.0f} s or more weighed in {out}")
+
+
 if __name__ == "__main__":
     import signal
 
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # `| head`: end quietly, as a filter does
-    main(sys.argv[1] if len(sys.argv) > 1 else OUT)
+    if "--weights" in sys.argv:
+        at = sys.argv.index("--weights")
+        weights(sys.argv[1] if at > 1 else OUT, sys.argv[at + 1])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else OUT)

@@ -111,21 +111,11 @@ def test_units_on_an_engine_and_units_on_this_machine_are_handed_out_in_turns(
     assert order == ["e1", "h1", "h2", "e2", "plain"]
 
 
-def test_while_ci_sets_the_engines_up_the_units_that_need_none_come_first(
-        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN the same tests while CI's setup of the engines is under way
-    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
-    items = heavy_in_two_lanes()
-    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
-    # THEN every unit that needs no engine first, heaviest first, then the engines' ones
-    assert order == ["h1", "h2", "plain", "e1", "e2"]
-
-
 def test_in_ci_the_slurm_group_starts_first_its_cluster_only_tests_before_the_rest(
         root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN the same tests, and the Slurm group of a light test on the cluster alone
-    # after one that also needs Docker's images, while CI sets the engines up and says
-    # the cluster's setup apart
+    # GIVEN the tests in two lanes, and the Slurm group of a light test on the cluster
+    # alone after one that also needs Docker's images, while CI sets the engines up and
+    # says the cluster's setup apart
     monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
     monkeypatch.setenv("HARNESS_CI_SLURM_READY", "slurm-ready")
     grouped = pytest.mark.xdist_group("slurm")
@@ -133,13 +123,39 @@ def test_in_ci_the_slurm_group_starts_first_its_cluster_only_tests_before_the_re
              Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
              Item(grouped, pytest.mark.slurm, name="s_alone")]
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
-    # THEN the group first though lighter than h1, the test on the cluster alone before
-    # the one that waits for the images; then as before
-    assert order == ["s_alone", "s_docker", "h1", "h2", "plain", "e1", "e2"]
-    # AND without the cluster's own file the group waits with the engines' units
+    # THEN the group first though lighter than the rest, the test on the cluster alone
+    # before the one that waits for the images; then the two lanes in turns, as outside CI
+    assert order == ["s_alone", "s_docker", "e1", "h1", "h2", "e2", "plain"]
+    # AND without the cluster's own file the group is a unit on an engine like the others
     monkeypatch.delenv("HARNESS_CI_SLURM_READY")
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
-    assert order == ["h1", "h2", "plain", "e1", "e2", "s_docker", "s_alone"]
+    assert order == ["e1", "h1", "h2", "e2", "plain", "s_docker", "s_alone"]
+
+
+def test_a_recorded_wall_time_weighs_a_test_before_its_marks(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN a slow test the recorded run saw end in 3 s, and a plain one it saw take 200 s
+    items = [Item(pytest.mark.slow(seconds=90), name="marked"), Item(name="recorded")]
+    monkeypatch.setattr(root_conftest, "DURATIONS", {f"{HERE}::marked": 3.2,
+                                                     f"{HERE}::recorded": 200})
+    # THEN the recorded times decide the order
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    assert order == ["recorded", "marked"]
+
+
+def test_the_recorded_wall_times_name_tests_that_exist() -> None:
+    # the weights are read by node id: one that names no test is stale
+    import json
+    from pathlib import Path
+    names = json.loads((Path(__file__).parents[1] / "durations.json").read_text())
+    files = {n.split("::", 1)[0] for n in names}
+    root = Path(__file__).parents[2]
+    assert all((root / f).is_file() for f in files), sorted(
+        f for f in files if not (root / f).is_file())
+    for f in files:
+        text = (root / f).read_text(encoding="utf-8")
+        tests = {n.split("::", 1)[1].split("[", 1)[0] for n in names if n.startswith(f + "::")}
+        assert all(f"def {t.split('::')[-1]}(" in text for t in tests), (f, tests)
 
 
 def test_a_test_on_the_cluster_alone_waits_for_the_cluster_not_the_images(
