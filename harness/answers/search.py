@@ -53,12 +53,16 @@ class RowAnswer:
 
 def free_of(result: CellResult, fault: str) -> bool:
     """Whether a cell showed `fault` absent: good, or (for memory) undecided by step time
-    alone with every memory source stable, as unsettled time says nothing of memory."""
+    alone with every memory source that read enough stable, as unsettled time says
+    nothing of memory. A source with too few readings (a USS read rarely on a busy
+    host) says nothing either way; the one an `ok` rests on never is (rule
+    `insufficient` would have decided the cell)."""
     if result.verdict in GOOD:
         return True
+    read = [t.kind for t in result.memory.values() if t.kind != "insufficient"]
     return (fault in KINDS and KINDS[fault].attribute == MEMORY
-            and result.rule in TIME_UNDECIDED and bool(result.memory)
-            and all(t.kind in ("stable", "plateau") for t in result.memory.values()))
+            and result.rule in TIME_UNDECIDED and bool(read)
+            and all(kind in ("stable", "plateau") for kind in read))
 
 
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:

@@ -29,7 +29,7 @@ from harness.culprit.plan import (
 )
 from harness.culprit.search import APPLY, FOUND, OUTSIDE, UNDO
 from harness.matrixfile.model import Cell, ImageSpec, Matrix
-from harness.result.model import CellResult, Fingerprint, ImagePart
+from harness.result.model import CellResult, Fingerprint, ImagePart, load_result
 from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.results import SeriesCache
@@ -293,6 +293,27 @@ def test_a_probe_undecided_about_time_alone_answers_a_leak(rule: str, memory: st
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="leak")) == outcome
     # a slowdown's question is not answered by memory
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == "untestable"
+
+
+RECORDED = Path(__file__).parents[1] / "data" / "recorded"
+
+
+def test_a_source_with_too_few_readings_does_not_make_a_probe_untestable() -> None:
+    """A CI beside two busy loops: culprit's probes 3 and 5 of the Docker test
+    (`test_docker_culprit_swaps_record_files`) both read `ambiguous (rule unsettled)`
+    with heap, RSS and the cgroup stable; probe 5's USS, read rarely, had too few
+    readings (`insufficient`). Probe 3 counted good, probe 5 untestable, and the culprit
+    named gamma beside leaky. Their result.json files are kept here as recorded."""
+    leak = dataclasses.replace(RESULT, verdict="leak")
+    probes = [load_result(json.loads((RECORDED / f"culprit-busy-probe{n}" / "result.json")
+                                     .read_text(encoding="utf-8"))) for n in (3, 5)]
+    assert [p.rule for p in probes] == ["unsettled", "unsettled"]
+    assert probes[1].memory["uss"].kind == "insufficient"
+    assert [outcome_of(p, leak) for p in probes] == ["good", "good"]
+    # AND a source read too few times is not a clean reading on its own
+    trend = probes[1].memory["uss"]
+    alone = dataclasses.replace(probes[1], memory={"uss": trend})
+    assert outcome_of(alone, leak) == "untestable"
 
 
 def test_swap_runs_both_hybrids_even_where_b_is_not_bad(tmp_path: Path) -> None:
