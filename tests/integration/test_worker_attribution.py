@@ -77,11 +77,12 @@ def _check(folder: Path) -> None:
     end = next(r for r in records if r["type"] == "end")
     assert end["status"] == "ok", end.get("error")
     workers = where["workers"]
-    # the pool's two followed, and every one armed accounted for: a CI at a load of ~8
-    # saw one of a spawned pool's two in a container say nothing ("gone": ended before
-    # the measured phase did), the other doing all the tasks; the rate is the tasks' all
-    # the same
-    assert 1 <= workers["processes"] <= workers["armed"] == 2, workers
+    # the pool's workers followed, and every one armed accounted for. On a busy host a
+    # spawned pool's second interpreter can start after the first has done every task:
+    # a CI at a load of ~8 saw it say nothing ("gone": ended before the measured phase
+    # did), one at ~11 saw it never armed at all (its interpreter not yet started when
+    # the phase ended). The tasks' line and rate are the same either way.
+    assert 1 <= workers["processes"] <= workers["armed"] <= 2, workers
     assert workers["processes"] + workers.get("gone", 0) + workers.get("unanswered", 0) \
         + len(workers.get("failed", ())) == workers["armed"], workers
     top = workers["sites"][0]
