@@ -220,10 +220,9 @@ def _weight(item: pytest.Item) -> int:
     (seconds), a plain one mostly well under one."""
     if item.nodeid in DURATIONS:
         return max(1, int(DURATIONS[item.nodeid]))
-    marks = {m.name for m in item.iter_markers()}
     slow = item.get_closest_marker("slow")
     return (1 + (int(slow.kwargs.get("seconds", SLOW_S)) if slow is not None else 0)
-            + 4 * bool(marks & ENGINE_MARKS))
+            + 4 * bool(needs_of(item)))
 
 
 SLOW_S = 20     # what a `slow` test weighs unless it says
