@@ -23,7 +23,7 @@ from scenariofile import (
 )
 import watchdog
 from stepper import Stepper
-from writer import Sampler, Writer, process_age, timer_loop
+from writer import Sampler, Writer, main_queued, process_age, timer_loop
 
 
 class Terminated(Exception):
@@ -197,6 +197,7 @@ class Run(object):
         self.module = self.state = None
         self.att = Attribution(args.attribute, (Terminated,)) if args.attribute else None
         self.started = time.monotonic()
+        self.queued_measure = 0.0   # the main thread's run-queue delay in the measured phase
 
     def scenario(self):
         if not has_protocol(self.args.scenario):
@@ -221,9 +222,11 @@ class Run(object):
             if stepper.memory_stop is not None:
                 break   # the safety stop: no phase after the one it stopped
             stepper.start_phase(phase, count)
-            t = time.monotonic()
+            t, queued = time.monotonic(), main_queued()
             done, stopped = stepper.steps(count)
             self.phases[phase] = time.monotonic() - t
+            if phase == "measure" and queued is not None:
+                self.queued_measure = (main_queued() or queued) - queued
             stepper.end_phase(done)
             self.end[phase if phase == "warmup" else "iterations"] = done
             self.end["stopped_early"] = stopped
@@ -304,6 +307,10 @@ class Run(object):
         if isinstance(self.params, Params):   # setup(params) ran: what it (or step) read
             self.end["params_read"] = self.params.noted()
         self.end["elapsed_s"] = round(time.monotonic() - self.started, 6)
+        queued = main_queued()
+        if queued is not None:  # the host's time outside the measured phase (its own is
+            # in cell_s): start, import, setup, warmup, teardown
+            self.end["queued_out_s"] = round(max(0.0, queued - self.queued_measure), 6)
         hwm = self.sampler.readers.peak_rss()
         if hwm is not None:
             self.end["rss_hwm"] = hwm

@@ -255,6 +255,16 @@ def process_age():
         return None
 
 
+def main_queued():
+    """The main thread's run-queue delay since the process started (s): time the host gave
+    to other work while this process could run. None off Linux."""
+    try:
+        with open("/proc/self/task/%d/schedstat" % os.getpid()) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def call_stuck(sampler, call, waited):
     """End a run whose call `call` has not returned after `waited` s: the end record says
     so with the stepping thread's stack, and the agent exits at once (the call cannot be

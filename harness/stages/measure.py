@@ -86,7 +86,7 @@ def run_attempts(ctx: Context, run: CellRun) -> None:
         ran = ctx.runner.run(cell, run.info, run.outdir)
         run.ended, run.run_s, run.runtime = ran.ended, ran.run_s, ran.runtime
         # In the cell's own time (the agent's cell_s), so a busy host stretches the bound.
-        spent += max(0.0, ran.run_s - _given_back(ran.series))
+        spent += max(0.0, ran.run_s - _given_back(ran.series, whole=True))
         if ran.ended.error and not retried:
             retried = True
             run.engine_retries += 1
@@ -132,7 +132,7 @@ def _room(run: CellRun, spent: float) -> int | None:
 def _until_calls_price(run: CellRun) -> tuple[float, float]:
     """(own seconds, measured-phase seconds) of this run: a run again until N calls costs
     `own + measured * (N / calls measured - 1)`."""
-    return run.run_s - _given_back(run.series), _measured_s(run)
+    return run.run_s - _given_back(run.series, whole=True), _measured_s(run)
 
 
 def may_run_again(run: CellRun) -> bool:
@@ -290,8 +290,8 @@ def _within(run: CellRun, nxt: _Next, left: float) -> _Next:
     s = nxt.settings
     if math.isinf(left) or s.run_budget is None:
         return nxt
-    measured = _measured_s(run)
-    most = max(s.run_budget, left - max(0.0, run.run_s - measured))
+    own, measured = _until_calls_price(run)
+    most = max(s.run_budget, left - max(0.0, own - measured))
     return dataclasses.replace(nxt, settings=dataclasses.replace(s, budget_max=most))
 
 
@@ -303,13 +303,17 @@ def _measured_s(run: CellRun) -> float:
     return measured - _given_back(run.series)
 
 
-def _given_back(series: Series | None) -> float:
-    """The measured phase's seconds not the cell's (wall less cell_s); 0 if unsaid."""
+def _given_back(series: Series | None, whole: bool = False) -> float:
+    """The measured phase's seconds not the cell's (wall less cell_s); with `whole`, the
+    run's: also what the host took of its start, setup and end (the agent's queued_out_s).
+    0 for what the agent did not say."""
     end = (series.end or {}) if series is not None else {}
     cell, measure = end.get("cell_s"), (end.get("phases") or {}).get("measure")
+    out = end.get("queued_out_s") if whole else None
+    back = max(0.0, float(out)) if isinstance(out, int | float) else 0.0
     if not isinstance(cell, int | float) or not isinstance(measure, int | float):
-        return 0.0
-    return max(0.0, float(measure) - float(cell))
+        return back
+    return back + max(0.0, float(measure) - float(cell))
 
 
 def too_short(ctx: Context, run: CellRun, spent: float) -> str:

@@ -61,12 +61,15 @@ def fw_bytes(state):
     return 0
 """
 
-# A CPU-bound step of ~200 us.
+# A CPU-bound step of ~200 us, after a setup of 0.2 s of CPU.
 SPIN = """
 import time
 
 
 def setup(params):
+    t = time.thread_time() + 0.2
+    while time.thread_time() < t:
+        pass
     return {}
 
 
@@ -110,6 +113,7 @@ def test_samples_cost_at_most_a_tenth_of_the_budget(tmp_path: Path) -> None:
     assert len(measured) >= 10
     # AND the budget was the cell's own seconds: its samples did not spend it
     assert end["cell_s"] >= 0.95, end
+    assert 0.0 <= end["queued_out_s"] <= end["elapsed_s"], end
 
 
 def spin_pinned(cpu: int) -> subprocess.Popen[bytes]:
@@ -154,6 +158,9 @@ def test_a_busy_core_stretches_the_wall_clock_not_the_steps_budget(tmp_path: Pat
     assert steps - waited + end["sampling_s"] >= 0.8, (steps, waited, end)
     assert end["phases"]["measure"] >= end["cell_s"] + 0.8 * waited, end
     assert 0.9 <= end["cell_s"] <= 1.5, end
+    # AND the run says what the host took outside its measured phase (the setup's 0.2 s
+    # of CPU waited about as long for the shared core): an `overrun` bound gives it back
+    assert 0.3 * end["phases"]["setup"] <= end["queued_out_s"] <= end["elapsed_s"], end
 
 
 def test_a_pools_workers_are_read_on_every_step_sample(tmp_path: Path) -> None:
