@@ -16,6 +16,9 @@ import fields
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The second agent's --budget-min and --budget-max.
 LEAST_CALLS, MOST_S = 3, 5.0
+# Its shortest budget: it steps for --as-user seconds, or as long as the measured phase
+# took where that was shorter (a run of a few fixed calls is not timed for 0.5 s after).
+LEAST_S = 0.25
 # What of its step samples is written here: where, when and the interval's CPU and
 # contention; no memory.
 TIMING = frozenset(("type", "i", "t", "cpu_s", "clock_s")
@@ -26,11 +29,14 @@ MOST_CALLS = 2000000
 DEADLINE_SHARE = 0.25
 
 
-def time_as_user(args, sampler, writer, age):
-    """Run the second agent for `args.as_user` seconds, writing its step samples as phase
+def time_as_user(args, sampler, writer, age, measured=None):
+    """Run the second agent for `args.as_user` seconds, or `measured` (the measured
+    phase's seconds) where shorter, LEAST_S at least, writing its step samples as phase
     "user"; `age`: this process's age (for --deadline). Returns the end record's account:
     calls, seconds, allocator settings, or why it did not run or failed."""
     seconds = args.as_user
+    if measured is not None:
+        seconds = min(seconds, max(LEAST_S, round(measured, 3)))
     said = {"budget_s": seconds}
     if args.deadline > 0:
         left = args.deadline - age

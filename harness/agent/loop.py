@@ -234,7 +234,8 @@ class Run(object):
                 and stepper.memory_stop is None):
             # The steps timed again as the user's interpreter runs them (asuser.py).
             self.end["as_user"] = time_as_user(self.args, self.sampler, self.sampler.writer,
-                                               process_age() or 0.0)
+                                               process_age() or 0.0,
+                                               self.phases.get("measure"))
         if stepper.budget_spent:
             self.end["budget_spent"] = True     # the measured phase ran its --budget
         if stepper.budget_capped:

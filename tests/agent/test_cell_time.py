@@ -223,3 +223,27 @@ def test_a_short_budget_still_reads_thirty_times(tmp_path: Path) -> None:
     # THEN it still reads about 30 times in step with its budget (stepper.MIN_SAMPLES),
     # the share given up for that
     assert len(step_samples(records, "measure")) >= 25
+
+
+def test_the_users_timing_pass_is_no_longer_than_the_measured_phase(tmp_path: Path) -> None:
+    # GIVEN a run of a few fixed calls (a measured phase of milliseconds) and one whose
+    # measured phase outlasts --as-user's seconds
+    script = scenario(tmp_path, "def setup(params):\n    return {}\n\n\n"
+                                "def step(state):\n    sum(range(50))\n")
+    few, records = run_agent(sys.executable, script, tmp_path, "--as-user", "0.5",
+                             "--quiet", iterations=60, warmup=5)
+    assert few.returncode == 0, few.stderr
+    end = end_of(records)
+    # THEN the pass after the few calls steps for its floor, not --as-user's 0.5 s (a
+    # fixed run of 60 calls is not timed for half a second after) ...
+    # (a host busy enough to stretch the 60 calls past the floor times them as long)
+    assert end["as_user"]["budget_s"] == max(0.25, round(end["phases"]["measure"], 3)) < 0.5, (
+        end["phases"], end["as_user"])
+    assert end["as_user"]["calls"] >= 3, end["as_user"]
+    # ... and after a measured phase longer than --as-user's seconds, for those seconds
+    long, records = run_agent(sys.executable, script, tmp_path, "--as-user", "0.3",
+                              *budgeted(0.6), iterations=10**6, warmup=5)
+    assert long.returncode == 0, long.stderr
+    end = end_of(records)
+    assert end["phases"]["measure"] >= 0.3, end
+    assert end["as_user"]["budget_s"] == 0.3, end["as_user"]
