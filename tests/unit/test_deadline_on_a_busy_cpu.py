@@ -5,7 +5,8 @@ CPU at most, and its 2 s budget, which a live look ends at 1.6 s of its own time
 soonest, takes 6.4 s of wall time at least, past the 3 s deadline that kills it. A
 spinning step, which the host starved, is `ambiguous` (rule `timeout-busy`): its
 shortened run decides nothing. A step that hangs beside the same loops is `timeout`:
-its call ran on the agent's own clock, stuck, whatever the load. A leak's lines are
+its call ran on the agent's own clock, stuck, whatever the load (the two checks run at
+once, beside the same loops). A leak's lines are
 named beside six such loops: its where run's wall deadline is its budget at the pace
 the host allowed the measured run, doubled where it still ended the run (before, 2 of
 3 runs beside 6 loops said no line)."""
@@ -86,11 +87,17 @@ def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
     (tmp_path / "steps.py").write_text(textwrap.dedent(STEPS), encoding="utf-8")
     (tmp_path / "check.py").write_text(textwrap.dedent(CHECK), encoding="utf-8")
 
+    # both checks at once on the loops' CPU (each a fifth of it at most): the loops hold
+    # that CPU for as long as the test runs
+    checks = {step: subprocess.Popen(["taskset", "-c", "0", sys.executable, "check.py", step],
+                                     cwd=tmp_path, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+              for step in ("spin", "hang")}
+
     def check(step: str) -> list[str]:
-        done = subprocess.run(["taskset", "-c", "0", sys.executable, "check.py", step],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout.strip().splitlines()[-1].split("|")
+        out, err = checks[step].communicate(timeout=300)
+        assert checks[step].returncode == 0, err[-2000:]
+        return out.strip().splitlines()[-1].split("|")
 
     verdict, rule, reason = check("spin")
     assert (verdict, rule) == ("ambiguous", "timeout-busy"), reason
