@@ -17,7 +17,7 @@ import sweepkit
 
 from harness.analysis.rules import TIME_UNDECIDED
 from harness.answers.search import free_of
-from harness.result.model import CellResult, cell_text
+from harness.result.model import CellResult, baseline_numbers, cell_text
 from harness.runtimes.local import LocalRuntime
 
 ONCE = '''import logging
@@ -119,4 +119,9 @@ def test_a_leak_slower_than_its_baseline_says_both_and_one_at_its_speed_only_the
     assert kept.vs_baseline is not None
     held = kept.vs_baseline.confirmation
     assert held is None or not (held.confirmed and held.direction == "slower"), held
-    assert "slower" not in kept.reason and "baseline" not in cell_text(kept), kept.reason
+    # (its peak RSS may be said against 1.0's: it holds ~0.9 MiB more, which reads 1.06x
+    # quiet and read 1.11x, past `peak_min_ratio`, in a CI beside two busy loops; a fact
+    # about its memory, not a time claim)
+    assert "slower" not in kept.reason and "slower" not in cell_text(kept), kept.reason
+    assert not [p for p in baseline_numbers(kept) if not p.startswith("peak RSS ")], (
+        baseline_numbers(kept))
