@@ -123,6 +123,11 @@ def test_a_slowdown_its_bound_leaves_unconfirmed_is_undecided(
         sys.modules.pop("cyclingstep", None)
     assert [a.rerun for a in got.result.attempts] == ["rerun-overrun"], got.result.attempts
     assert got.verdict == "ambiguous" and not got.bad, str(got)
+    if got.rule == "busy-host":    # the host took most of the rise: no budget would do
+        assert got.reason.endswith("a longer budget is no cure: the host was too busy to "
+                                   "time its calls (run it again on a quieter machine)"), \
+            got.reason
+        return
     assert "set budget >= " in got.reason, got.reason
     if got.rule == "one-run":      # else a busy host's delay, or too few calls to tell
         assert re.search(r"; seen in one run of [\d,]+ calls, not replicated: a suspicion, "
