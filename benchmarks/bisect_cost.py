@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.answers.search import plan_bisect
-from harness.bisect.plan import expected_probes
+from harness.bisect import expected_probes
 
 SIZES = (8, 16, 32, 40, 64, 128)
 NOISE = (0.0, 0.1, 0.3)

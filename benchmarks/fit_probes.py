@@ -5,7 +5,7 @@ noise), and a limit; a value fits when its true peak stays under the limit. The 
 per-unit memory differs from what the samples show by a model error (the samples miss
 a transient, or the framework's allocator rounds up), so the planner's prediction is
 right, a little off, or far off. The fake cell runner answers fit/oom and hands the
-planner the same memory lines `harness fit` fits (`fit.plan`). Printed: max and
+planner the same memory lines `harness fit` fits (`fit`). Printed: max and
 mean probes per row against the bound ceil(log2(range)) + 3, per range and model error,
 and with no limit known (no prediction: doubling and bisection only).
 
@@ -19,7 +19,7 @@ import argparse
 import random
 import statistics
 
-from harness.fit.plan import FIT, fit_sources, plan_fit, probe_bound
+from harness.fit import FIT, fit_sources, plan_fit, probe_bound
 
 MiB = 1 << 20
 

@@ -1,7 +1,7 @@
 """Every recorded run re-decided by this harness beside another checkout's (issue 41).
 
 For each results directory given (default: the repository's, tests/data/h100/*) every
-cell is decided again from its samples.jsonl (`reanalyze.decide`, the path of
+cell is decided again from its samples.jsonl (`reanalyze`, the path of
 `harness report DIR --reanalyze`), and every series of tests/data/recorded by the
 within-run verdict; with `--old TREE` (a checkout of another commit, e.g. `git worktree
 add` of main) the same is done by that tree's code in a subprocess, side by side, and
@@ -30,7 +30,7 @@ def decide_all(dirs: list[Path]) -> dict[str, tuple[str, str]]:
     """(verdict, reason) by "dir:cell", with this interpreter's `harness`."""
     from harness.analysis.decision import within_run
     from harness.protocol.ingest import read_samples
-    from harness.reanalyze.decide import reanalyze
+    from harness.reanalyze import reanalyze
     from harness.runtimes.base import RunOutcome
     from harness.store import SeriesCache
     from harness.store.gate import read_run

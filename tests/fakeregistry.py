@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from harness.watch.suite import RepoRef, parse_repo
+from harness.watch import RepoRef, parse_repo
 
 NAME = "harness-test/base"
 TOKEN = "tok-123"

@@ -370,7 +370,7 @@ SHORT = "short"
 RISING = "rising"
 # Undecided: the confirmation rounds left the doubt open (`sweeping.course`).
 UNSETTLED = "unsettled"
-# Undecided: no second run read the slowdown (`compare.join` skips such a cell).
+# Undecided: no second run read the slowdown (`compare` skips such a cell).
 ONE_RUN = "one-run"
 # Undecided by step time alone, which load can cause on clean memory
 # (`answers.search.free_of`).

@@ -1,5 +1,5 @@
 """`harness explain`'s answers read back: cells/<id>/where.json (`Explanation`), and those
-that still rest on their cells (`holding`). The runs are `harness.explain.plan`."""
+that still rest on their cells (`holding`). The runs are `harness.explain`."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from harness.api.scenario import (
     scenario_text,
 )
 from harness.errors import InputError, SpecError
-from harness.explain.plan import (
+from harness.explain import (
     MEMORY_CALLS,
     AttributionFailed,
     attributed,

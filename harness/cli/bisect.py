@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
-from harness.bisect.app import BisectOptions, between, bisect_row, check_reuse, row_cells
+from harness.bisect import BisectOptions, between, bisect_row, check_reuse, row_cells
 from harness.cli import answer, options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
@@ -22,8 +22,7 @@ from harness.preflight import compile_scenarios
 from harness.stages.options import apply_overrides
 
 if TYPE_CHECKING:
-    from harness.bisect.app import Reuse
-    from harness.bisect.plan import BisectOutcome
+    from harness.bisect import BisectOutcome, Reuse
 
 
 def add_parser(sub: Any) -> None:

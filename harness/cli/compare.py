@@ -9,13 +9,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.cli import FittedHelpFormatter, answer, options
-from harness.compare.app import Asked, missing, names, one_directory, results_compared
-from harness.compare.join import FitComparison, compare_fits, fit_rows, param_of
+from harness.compare import (
+    Asked,
+    FitComparison,
+    compare_fits,
+    fit_rows,
+    missing,
+    names,
+    one_directory,
+    param_of,
+    results_compared,
+)
 from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width
 
 if TYPE_CHECKING:
-    from harness.compare.join import Comparison, Row
+    from harness.compare import Comparison, Row
 
 
 COMPARE_EPILOG = """examples:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import FittedHelpFormatter, answer, options
-from harness.days.app import day_command
+from harness.days.search import day_command
 
 EPILOG = """examples:
   harness day reports/asof-demo                 each dated row's day, newest sweep

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.cli import FittedHelpFormatter, answer, options
 from harness.errors import EXIT_ENVIRONMENT
-from harness.explain.app import explain_command
+from harness.explain import explain_command
 from harness.report import ConsoleReporter, Report
 
 EPILOG = """examples:

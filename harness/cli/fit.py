@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import answer, options
-from harness.fit.app import FitAsked, FitReport, fit_command
+from harness.fit import FitAsked, FitReport, fit_command
 
 
 def add_parser(sub: Any) -> None:

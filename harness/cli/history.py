@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import answer, options
-from harness.history.app import HistoryConsole, closing, history_json, history_of, written
+from harness.history import HistoryConsole, closing, history_json, history_of, written
 from harness.report.grid import console_width, say
 
 

@@ -1,11 +1,13 @@
-"""`harness report DIR`: re-render reports from stored results; `--issue ROW`: a bug report."""
+"""`harness report DIR`: re-render reports from stored results; `--issue ROW`: a bug report;
+`--why CELL`: the rules in order on one cell's evidence (`app.why`); `--reanalyze`: the run
+decided again (`reanalyze`), its table and what changed printed."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,16 +98,58 @@ def _answer(args: argparse.Namespace, report: Report, found: Gated) -> int:
         raise InputError("--set and --write go with --reanalyze: harness report DIR "
                          "--reanalyze [--set analysis.KEY=VALUE] [--write]")
     if args.why is not None:
-        from harness.cli.why import why  # lazy: the rules' tables, for --why alone
         return why(args, report, found)
     if args.reanalyze:
-        from harness.cli.reanalyze import reanalyzed  # lazy: the deciding, for --reanalyze
         return reanalyzed(args, report, found.stale)
     if args.issue is not None:
         return issue(report, args.issue, args.dir, args.quiet)
     if args.format is None:
         return rerender(args, report, found)
     return print_format(args, report)
+
+
+def why(args: argparse.Namespace, recorded: Report, gated: Gated) -> int:
+    """`--why CELL`: why CELL got its verdict, printed; exits as `harness report DIR` does.
+
+    Raises:
+        InputError: no current cell of that id, or its rules cannot be read again.
+    """
+    from harness.app import why as reading  # lazy: the rules' tables, for --why alone
+
+    for line in reading.why(args.why, args.dir, recorded, gated):
+        print(line)
+    return exit_code(recorded)
+
+
+def reanalyzed(args: argparse.Namespace, recorded: Report,
+               outdated: Collection[str] = ()) -> int:
+    """`--reanalyze`: every cell decided again; the table, what changed, the exit code
+    the sweep would give now. Writes only with `--write`, into a new directory."""
+    # lazy: the deciding, for --reanalyze alone
+    from harness.reanalyze import redecide, write_beside
+
+    if args.issue is not None or (args.format not in (None, "console")):
+        raise InputError("--reanalyze prints the console table; --issue and --format "
+                         f"{args.format or ''} read the directory as recorded")
+    again = redecide(args.dir, recorded, args.overrides, outdated)
+    report, changed = again.report, again.changed
+    reports.ConsoleReporter.from_results(report).render(sys.stdout, width=args.width,
+                                                        details=args.details)
+    how = (" with " + ", ".join(args.overrides)) if args.overrides else ""
+    print(f"\nre-decided {len(report.results)} cells from their samples{how}: "
+          f"{len(changed)} verdict(s) changed" + (":" if changed else ""))
+    for c in changed:
+        print(f"  {c.cell}: {c.before} -> {c.after} ({c.reason})"
+              + (f"; changed by {c.by}" if c.by else ""))
+    note = report.incomplete_note()
+    if note is not None:
+        print(note)
+    if args.write:
+        out = write_beside(args.dir, recorded, report, again.planned, again.analysis_set)
+        print(f"written: {out} ({args.dir} unchanged)")
+    else:
+        print(f"nothing written; --write puts the re-decided run beside {args.dir}")
+    return exit_code(report)
 
 
 def issue(report: Report, row: str, root: Path, quiet: bool = False) -> int:

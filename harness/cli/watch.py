@@ -11,19 +11,19 @@ from harness.cli import options, printer
 from harness.errors import EXIT_OK, EXIT_REGRESSION
 from harness.report import ConsoleReporter
 from harness.stages.options import apply_overrides
-from harness.watch.app import run_suite
-from harness.watch.suite import (
+from harness.watch import (
     Plan,
     WatchState,
     list_tags,
     make_plan,
     parse_repo,
+    run_suite,
     suite_matrix,
     suite_name,
 )
 
 if TYPE_CHECKING:
-    from harness.watch.suite import WatchOutcome
+    from harness.watch import WatchOutcome
 
 
 def add_parser(sub: Any) -> None:

@@ -23,7 +23,7 @@ from harness.analysis.codediff import (
 from harness.analysis.where import parse_where
 from harness.answers.explained import Explanation, load_explanations
 from harness.answers.search import TOOLING, fingerprint_diff
-from harness.explain.plan import kinds_for
+from harness.explain import kinds_for
 from harness.matrixfile.lockfile import line_of
 from harness.result.model import CellResult
 from harness.runtimes.sources import Release, SourcesUnavailable, release

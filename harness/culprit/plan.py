@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis.kinds import BAD, BROKE, KINDS, UNDECIDED
 from harness.answers.search import TOOLING, free_of
-from harness.bisect.plan import attempts, run_attempt
+from harness.bisect import attempts, run_attempt
 from harness.culprit.changes import Change, Difference, difference, workaround
 from harness.culprit.search import (
     APPLY,

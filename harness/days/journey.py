@@ -24,7 +24,7 @@ from harness.culprit.changes import difference, step_lines
 from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.search import day_in_run, same_entry
 from harness.errors import EnvironmentUnavailable, InputError
-from harness.explain.plan import explain, kinds_for
+from harness.explain import explain, kinds_for
 from harness.matrixfile.model import Cell
 from harness.result.codec import JSON
 from harness.result.model import CellResult, DerivedFrom, Planned, cell_text

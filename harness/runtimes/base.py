@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from harness.gpu.host import HostGpus
 
 __all__ = ["AGENT_DIR", "LABEL", "Capabilities", "ImageInfo", "Progress", "RunOutcome",
-           "RunRequest", "Runtime", "own_cgroup", "parse_size"]
+           "RunRequest", "Runtime", "cpu_pressure", "own_cgroup", "parse_size"]
 
 LABEL = "harness.managed"
 Progress = Callable[[str], None]
@@ -316,6 +316,29 @@ def own_cgroup(runtime: str) -> bool:
     of its own, so its `cgroup` reading is the cell's."""
     name = runtime.rpartition("/")[2]
     return name in ABILITIES and abilities(name).own_cgroup
+
+
+def cpu_pressure(path: str = "/proc/pressure/cpu") -> dict[str, float]:
+    """The host's CPU pressure (Linux PSI), read beside each host-side sample: the "some"
+    line's share of time a runnable task waited for a CPU (avg10, percent) and its total
+    stall (us), {"psi_some_avg10": ..., "psi_some_total_us": ...}; {} without PSI. It
+    says how busy the whole host was, beside the agent's own run-queue delay."""
+    try:
+        with open(path) as f:
+            text = f.read(512)
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind != "some":
+            continue
+        fields = dict(p.split("=", 1) for p in rest.split() if "=" in p)
+        try:
+            return {"psi_some_avg10": float(fields["avg10"]),
+                    "psi_some_total_us": float(fields["total"])}
+        except (KeyError, ValueError):
+            return {}
+    return {}
 
 
 def parse_size(text: str | None) -> int | None:

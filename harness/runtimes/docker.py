@@ -24,7 +24,6 @@ from harness.errors import EngineUnavailable, GpuUnavailable, ImageUnavailable
 from harness.gpu import engine as gpuprobe
 from harness.gpu.host import HostGpuSampler
 from harness.matrixfile.model import Cell, ImageSpec, is_local_endpoint
-from harness.pressure import cpu_pressure
 from harness.runtimes import dockerengine, process
 from harness.runtimes.base import (
     AGENT_DIR,
@@ -34,6 +33,7 @@ from harness.runtimes.base import (
     RunOutcome,
     RunRequest,
     RuntimeBase,
+    cpu_pressure,
     parse_size,
 )
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect, where

@@ -27,7 +27,6 @@ from harness import gpu
 from harness.errors import EnvironmentUnavailable, ImageUnavailable
 from harness.matrixfile.lockfile import requirement_lines
 from harness.matrixfile.model import Cell, ImageSpec, Matrix
-from harness.pressure import cpu_pressure
 from harness.runtimes import process, resolver
 from harness.runtimes.base import (
     AGENT_DIR,
@@ -37,6 +36,7 @@ from harness.runtimes.base import (
     RunOutcome,
     RunRequest,
     RuntimeBase,
+    cpu_pressure,
 )
 
 

@@ -17,8 +17,7 @@ from harness import gpu
 from harness.errors import EngineUnavailable, GpuUnavailable
 from harness.gpu.engine import CDI_KIND
 from harness.matrixfile.model import Cell
-from harness.pressure import cpu_pressure
-from harness.runtimes.base import Check
+from harness.runtimes.base import Check, cpu_pressure
 from harness.runtimes.docker import DockerRuntime
 from harness.runtimes.dockerengine import ENGINE_ERRORS, connect
 from harness.runtimes.local import FILES, counter, memory_cgroups, memory_now, read_int

@@ -12,7 +12,7 @@ from harness.answers.search import pairs, unpaired
 from harness.culprit.plan import docker_hybrids
 from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes
-from harness.explain.plan import explain_matrix
+from harness.explain import explain_matrix
 from harness.runtimes import Engines
 from harness.stages.options import SweepOptions, apply_overrides
 from harness.stages.orchestrator import Sweep

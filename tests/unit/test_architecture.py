@@ -480,23 +480,23 @@ def unchecked_commands(root: Path) -> list[str]:
 
 # An answer's command (cli/<command>.py) parses, calls its folder's `app` and prints,
 # with its folder's `page` and the report's renderers: the work is in the folder.
-ANSWER_COMMANDS = {"culprit": "culprit", "day": "days", "explain": "explain", "fit": "fit",
-                   "history": "history"}
+# An answer's command and the module that does its work.
+ANSWER_COMMANDS = {"culprit": "culprit.app", "day": "days.search", "explain": "explain",
+                   "fit": "fit", "history": "history"}
 
 
 def commands_doing_work(root: Path) -> list[str]:
     """Imports of an answer's command module beyond the CLI, the errors, the report's
-    renderers and its folder's `app` and `page`."""
+    renderers and the module that does its work."""
     known = modules(root)
     faults = []
-    for command, folder in ANSWER_COMMANDS.items():
+    for command, home in ANSWER_COMMANDS.items():
         path = root / "harness" / "cli" / f"{command}.py"
-        allowed = ("harness.cli", "harness.errors", "harness.report", f"harness.{folder}.app",
-                   f"harness.{folder}.page")
+        allowed = ("harness.cli", "harness.errors", "harness.report", f"harness.{home}")
         for target, line in imports(path, known, everywhere=True):
             if not any(target == a or target.startswith(a + ".") for a in allowed):
                 faults.append(f"{path.relative_to(root)}:{line} imports {target}: the "
-                              f"work belongs in harness/{folder}/app.py")
+                              f"work belongs in harness/{home.replace('.', '/')}.py")
     return faults
 
 
@@ -710,12 +710,12 @@ def test_an_answers_command_only_parses_calls_and_prints() -> None:
 def test_a_command_doing_the_work_is_found(tmp_path: Path) -> None:
     files = {"harness/__init__.py": "", "harness/cli/__init__.py": "",
              "harness/orchestrator.py": "", "harness/report/__init__.py": "",
-             "harness/days/__init__.py": "", "harness/days/app.py": "",
-             "harness/days/search.py": ""}
+             "harness/days/__init__.py": "", "harness/days/search.py": "",
+             "harness/days/journey.py": ""}
     files.update({f"harness/cli/{c}.py": "" for c in ANSWER_COMMANDS})
-    files["harness/cli/day.py"] = ("from harness.days.app import x\nfrom harness import report\n"
-                                   "from harness.stages.orchestrator import Sweep\n"
-                                   "def f():\n    from harness.days.search import day_in_run\n")
+    files["harness/cli/day.py"] = ("from harness.days.search import x\nfrom harness import "
+                                   "report\nfrom harness.stages.orchestrator import Sweep\n"
+                                   "def f():\n    from harness.days.journey import causes\n")
     assert [f.split(" ")[0] for f in commands_doing_work(_tree(tmp_path, files))] == [
         "harness/cli/day.py:3", "harness/cli/day.py:5"]
 

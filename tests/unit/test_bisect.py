@@ -14,7 +14,7 @@ from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.answers.search import plan_bisect
-from harness.bisect.plan import attempts, bisect, expected_probes, latest, sweep_runner
+from harness.bisect import attempts, bisect, expected_probes, latest, sweep_runner
 from harness.cli import main
 from harness.matrixfile.model import Cell, Matrix
 from harness.stages.orchestrator import Sweep

@@ -35,7 +35,7 @@ def test_one_reuse_check() -> None:
     `store.gate.why_not_current`; run keys are compared elsewhere only by the gate's
     own reading of a run and by `compare`'s two runs side by side."""
     assert called("why_changed") <= {"harness/store/gate.py",
-                                     "harness/compare/join.py"}
-    assert {"harness/stages/orchestrator.py", "harness/bisect/app.py", "harness/explain/app.py",
-            "harness/fit/plan.py", "harness/culprit/plan.py",
+                                     "harness/compare.py"}
+    assert {"harness/stages/orchestrator.py", "harness/bisect.py", "harness/explain.py",
+            "harness/fit.py", "harness/culprit/plan.py",
             "harness/days/journey.py"} <= called("why_not_current")

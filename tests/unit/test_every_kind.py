@@ -27,9 +27,9 @@ from harness.analysis.kinds import (
     kind,
 )
 from harness.answers.search import pairs
-from harness.compare.join import compare_hosts
+from harness.compare import compare_hosts
 from harness.errors import InputError
-from harness.explain.plan import kinds_for
+from harness.explain import kinds_for
 from harness.report import (
     ConsoleReporter,
     HtmlReporter,
@@ -64,8 +64,7 @@ def report_of(verdict: str, tmp_path: Path) -> Report:
 
 def history_page(report: Report, tmp_path: Path) -> str:
     """history.html over one sweep's directory holding the report's cells."""
-    from harness.history.app import latest_report, render_html
-    from harness.history.model import read_history
+    from harness.history import latest_report, read_history, render_html
     from harness.result.model import Planned
     from harness.store import RunStore
     from harness.store.runs import SWEEP

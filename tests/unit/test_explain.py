@@ -94,7 +94,7 @@ def explained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # a real step is given: test_a_step_of_microseconds_is_attributed_to_its_function
     # runs one); a step of a millisecond names its function in a second's samples
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("harness.explain.plan.DEFAULT_BUDGET_S", 1.0)
+        mp.setattr("harness.explain.DEFAULT_BUDGET_S", 1.0)
         code = main(["sweep", str(matrix), "--explain", "-q", "--out", str(tmp / "reports")])
     assert code == 1, "the bad image leaks: exit 1"
     [run] = list((tmp / "reports" / "explain-e2e").iterdir())
@@ -192,7 +192,7 @@ def test_bad_input_is_named(explained: Path, capsys: pytest.CaptureFixture[str])
 def test_attributed_runs_have_a_length_and_a_deadline_from_the_sweeps_run(
         tmp_path: Path) -> None:
     from harness import matrixfile
-    from harness.explain.plan import ATTRIBUTE_CAP, MEMORY_CALLS, attributed
+    from harness.explain import ATTRIBUTE_CAP, MEMORY_CALLS, attributed
     from harness.matrixfile.model import BUDGET_CAP, DEFAULT_BUDGET_S
 
     (tmp_path / "s.py").write_text("def setup(p):\n    return 0\n\n\ndef step(s):\n    pass\n")
@@ -250,7 +250,7 @@ def test_a_step_of_microseconds_is_attributed_to_its_function(tmp_path: Path) ->
     from harness import matrixfile
     from harness.analysis.kinds import kind
     from harness.analysis.where import parse_where
-    from harness.explain.plan import attributed
+    from harness.explain import attributed
     from harness.protocol.ingest import read_samples
     from harness.runtimes.base import RunRequest
     from harness.runtimes.local import LocalRuntime
@@ -287,7 +287,7 @@ def test_a_budgeted_cells_attributed_run_is_as_long_as_the_calls_it_made(
     47, before the end of the late window (225..300)"); a time-only run would have
     asked for 1,000,000 fixed calls."""
     from harness import matrixfile
-    from harness.explain.plan import (
+    from harness.explain import (
         ATTRIBUTE_CAP,
         DEADLINE_FACTOR,
         MEMORY_CALLS,

@@ -15,7 +15,7 @@ from fakeruntime import LEAK_LINE, Behaviour, FakeRuntime
 
 from harness import matrixfile
 from harness.answers.search import Pair, pairs, unpaired
-from harness.explain.plan import explain_matrix, kinds_for
+from harness.explain import explain_matrix, kinds_for
 from harness.matrixfile.model import DEFAULT_BUDGET_S
 from harness.report import Report, render_text, write_all
 from harness.report.issue import IssueReporter
@@ -226,7 +226,7 @@ def test_the_native_run_of_a_dated_image_keeps_the_pins_its_day_ran() -> None:
     runs as it is."""
     from types import SimpleNamespace
 
-    from harness.explain.plan import MEMRAY, with_memray
+    from harness.explain import MEMRAY, with_memray
     from harness.matrixfile.model import ImageSpec
 
     @dataclasses.dataclass(frozen=True)

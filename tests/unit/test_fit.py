@@ -14,8 +14,8 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness import matrixfile
 from harness.cli import main
 from harness.errors import SpecError
-from harness.fit.app import FitReport
-from harness.fit.plan import (
+from harness.fit import (
+    FitReport,
     Target,
     first_smaller,
     fit_row,

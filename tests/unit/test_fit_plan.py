@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.records import size
-from harness.fit.plan import FitStep, fit_line, fit_sources, limiting, peaks, plan_fit, probe_bound
+from harness.fit import FitStep, fit_line, fit_sources, limiting, peaks, plan_fit, probe_bound
 from harness.protocol.ingest import parse_lines
 from harness.runtimes.base import own_cgroup
 
@@ -116,7 +116,7 @@ def test_line_through_peaks_and_its_limit() -> None:
 def test_a_flat_device_line_gives_way_to_the_host_limit() -> None:
     """A GPU cell whose scenario holds host memory (seen on the simulated RTX 3090 host:
     no prediction because the flat `gpu` line was taken for the device's limit)."""
-    from harness.fit.plan import Line
+    from harness.fit import Line
 
     lines = {"gpu": Line("gpu", 2 * 2**20, 0.0, ((1, 2.0 * 2**20), (4, 2.0 * 2**20))),
              "rss_anon": Line("rss_anon", 8 * 2**20, 2**20, ((1, 9.0 * 2**20), (4, 12.0 * 2**20)))}

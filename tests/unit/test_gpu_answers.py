@@ -19,7 +19,7 @@ import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
-from harness.compare.join import compare_hosts
+from harness.compare import compare_hosts
 from harness.report.grid import token
 from harness.result.model import cell_text
 from harness.runtimes.base import Progress, RunOutcome, RunRequest

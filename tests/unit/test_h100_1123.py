@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reanalyze.decide import reanalyze
+from harness.reanalyze import reanalyze
 from harness.result.model import CellResult
 from harness.store import SeriesCache
 from harness.store.gate import read_run

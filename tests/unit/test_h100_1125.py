@@ -19,7 +19,7 @@ import pytest
 from harness.analysis.decision import within_run
 from harness.analysis.sequential import LiveDecider
 from harness.protocol.ingest import SeriesReader, read_samples
-from harness.reanalyze.decide import reanalyze
+from harness.reanalyze import reanalyze
 from harness.result.model import CellResult
 from harness.runtimes.base import RunOutcome
 from harness.store import SeriesCache

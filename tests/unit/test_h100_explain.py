@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.where import diff, parse_where
-from harness.reanalyze.decide import reanalyze
+from harness.reanalyze import reanalyze
 from harness.result.model import CellResult
 from harness.store import SeriesCache
 from harness.store.gate import read_run

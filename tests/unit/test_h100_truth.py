@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.reanalyze.decide import reanalyze
+from harness.reanalyze import reanalyze
 from harness.result.model import CellResult, cell_text
 from harness.store import SeriesCache
 from harness.store.gate import read_run

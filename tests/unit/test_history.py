@@ -14,7 +14,7 @@ from fakeregistry import NAME, Registry
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
-from harness.history.model import read_history
+from harness.history import read_history
 from harness.matrixfile.model import Cell
 from harness.matrixfile.releases import release_order
 from harness.result.model import Planned
@@ -285,7 +285,7 @@ def test_the_page_draws_the_newest_runs_of_a_line_and_counts_the_rest(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A weekly watch run adds a run each time: the page stays one size (the newest
     SHOWN_RUNS rows of squares a line), the older runs counted and linked above."""
-    from harness.history.app import SHOWN_RUNS
+    from harness.history import SHOWN_RUNS
 
     base = tmp_path / "reports" / "big"
     cell = {"id": "a.gpu0.s", "row": "gpu0.s", "image": {"label": "a", "index": 0},

@@ -15,7 +15,7 @@ import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness.cli import main
-from harness.compare.join import compare_hosts, compare_images, side_names
+from harness.compare import compare_hosts, compare_images, side_names
 from harness.matrixfile.model import Cell
 from harness.runtimes.base import Progress, RunOutcome, RunRequest
 from harness.store.gate import read_run
@@ -165,7 +165,7 @@ def test_cli_compare_bad_input(hosts: tuple[Path, Path], tmp_path: Path, argv: l
 
 
 def test_compare_image_accepts_the_full_reference(tmp_path: Path) -> None:
-    from harness.compare.app import image_label
+    from harness.compare import image_label
     from harness.errors import InputError
 
     results = as_results({f"{t}.gpu0.x": {

@@ -324,7 +324,7 @@ def test_wrongly_typed_contention_fields_skip_the_sample(change: dict[str, Any],
 
 
 def test_host_cpu_pressure_is_read_where_the_kernel_has_it(tmp_path: Path) -> None:
-    from harness.pressure import cpu_pressure
+    from harness.runtimes.base import cpu_pressure
 
     psi = tmp_path / "cpu"
     psi.write_text("some avg10=21.90 avg60=12.83 avg300=4.57 total=17462070\n"

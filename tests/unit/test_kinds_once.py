@@ -22,8 +22,8 @@ from tests.resultkit import as_result
 ROOT = Path(__file__).resolve().parents[2]
 # The modules that show or read verdict kinds (a verdict is *set* in analysis.decision,
 # which names the kind it sets; trend kinds, "leak" among them, are another list).
-READERS = ("harness/report", "harness/result/model.py", "harness/fit/plan.py",
-           "harness/reanalyze/decide.py", "harness/stages/settle.py", "harness/cli")
+READERS = ("harness/report", "harness/result/model.py", "harness/fit.py",
+           "harness/reanalyze.py", "harness/stages/settle.py", "harness/cli")
 NAMES = set(LOOKS)
 
 

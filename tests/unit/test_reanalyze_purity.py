@@ -110,7 +110,7 @@ def test_a_change_without_set_is_said_to_be_harness_rules(
     import dataclasses
     import importlib
 
-    module = importlib.import_module("harness.reanalyze.app")
+    module = importlib.import_module("harness.reanalyze")
     real = module.analysis_of
 
     def later_rules(file: Path, overrides: object = ()) -> object:

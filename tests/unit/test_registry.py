@@ -23,7 +23,7 @@ from fakeruntime import Behaviour, FakeRuntime
 from harness.cli import main
 from harness.errors import EnvironmentUnavailable, InputError, SpecError
 from harness.store import RunStore
-from harness.watch.suite import (
+from harness.watch import (
     RegistryClient,
     WatchState,
     credentials_for,

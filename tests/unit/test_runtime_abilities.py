@@ -37,7 +37,7 @@ def name_comparisons() -> list[str]:
 
 def test_at_most_two_runtime_name_comparisons_outside_the_runtimes() -> None:
     """What branched on a runtime's name asks its abilities (issue 31: there were 14, and
-    a host label compared with "local"; fit/plan.py and report/html.py's cgroup lines
+    a host label compared with "local"; fit.py and report/html.py's cgroup lines
     are the two left, for `own_cgroup`)."""
     found = name_comparisons()
     assert len(found) <= 2, "\n".join(found)

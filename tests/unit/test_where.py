@@ -188,7 +188,7 @@ def test_a_sites_rate_is_written_as_the_verdicts_is() -> None:
 def test_a_regression_of_time_alone_is_not_attributed_for_memory() -> None:
     """Issue 63 item 6: "heap: +0.2 KiB/call at core.py:817" beside a time regression
     whose heap read 0.25 B/call in both versions: memory is named only where it is bad."""
-    from harness.explain.plan import kinds_for
+    from harness.explain import kinds_for
     from tests.resultkit import as_result
 
     def regression(peak: str) -> Any:

@@ -173,7 +173,7 @@ def test_why_on_a_slowdown_cell_shows_the_slowdown_rule_fired(
 def test_deciding_again_keeps_what_the_gpu_precheck_found() -> None:
     """`--reanalyze` decides from the same facts as the sweep: the precheck's finding
     (an unsupported image/GPU pair, run to decide) is not dropped."""
-    from harness.reanalyze.decide import within
+    from harness.reanalyze import within
     from harness.result.model import CellResult, GpuPart, ImagePart
     from harness.stages.settle import with_verdict
 

@@ -1,29 +1,38 @@
-"""Decide a recorded sweep again, every cell from its `samples.jsonl` with today's code
-(an upgrade, other thresholds). What cannot be had again (rounds, an unavailable image, a
-GPU precheck) is kept as recorded; the early stop is replayed. Nothing here writes.
+"""`harness report DIR --reanalyze [--set analysis.KEY=VALUE] [--write]`: every cell of a
+recorded run decided again from its `samples.jsonl` with today's code (an upgrade, other
+thresholds); with --write kept as a new directory beside the run, which is never written.
+What cannot be had again (rounds, an unavailable image, a GPU precheck) is kept as
+recorded; the early stop is replayed. Deciding (`reanalyze`) writes nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import shutil
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.analysis.decision import CellFacts, CellVerdict, decide
 from harness.analysis.kinds import COMPARED_WITH, NOT_MEASURED, SLOWDOWN, UNREADABLE
 from harness.analysis.records import Baseline
 from harness.analysis.sequential import replay_live
+from harness.errors import StoreError
+from harness.matrixfile.load import analysis_of
 from harness.matrixfile.model import row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
+from harness.report import Report, write_all
 from harness.result.build import run_outcome
-from harness.result.model import CellResult
+from harness.result.codec import JSON
+from harness.result.model import CellResult, Planned
 from harness.stages.context import RoundsPlan
 from harness.stages.settle import against_baseline, with_comparison, with_rounds, with_verdict
-from harness.store.results import SeriesCache
+from harness.store import RunStore, SeriesCache
+from harness.store.runs import REANALYZED, started_of
 from harness.thresholds import AnalysisConfig
 
-__all__ = ["RULES", "Changed", "changed_by", "reanalyze"]
+__all__ = ["RULES", "Changed", "Redecided", "changed_by", "reanalyze", "redecide", "write_beside"]
 
 # Verdicts set before anything ran: there are no samples to decide them from again.
 KEPT = NOT_MEASURED
@@ -151,3 +160,98 @@ def reanalyze(results: Mapping[str, CellResult], series: SeriesCache, cfg: Analy
         return c.cell
 
     return out, sorted(changed, key=by_cell)
+
+
+@dataclass(frozen=True)
+class Redecided:
+    """A recorded run decided again: its report, the changed cells (and by what), its plan
+    with the cut-short cells, the --set it was decided with."""
+
+    report: Report
+    changed: list[Changed]
+    planned: list[Planned]
+    analysis_set: list[str]
+
+
+def redecide(root: Path, recorded: Report, overrides: Sequence[str] = (),
+              outdated: Collection[str] = ()) -> Redecided:
+    """Every cell of the run in `root` decided again, with `overrides` (--set) over what
+    the run was decided with."""
+    # A --write copy starts from the --set it records, so an untouched copy gives back
+    # its verdicts.
+    kept = recorded.meta.get("analysis_set")
+    before = [str(x) for x in kept] if isinstance(kept, list) else []
+    cfg = analysis_of(root / "matrix.yaml", [*before, *overrides])
+    base = recorded.meta.get("baseline")
+    results, changed = reanalyze(recorded.results, SeriesCache(root), cfg,
+                                 base if isinstance(base, str) else None)
+    plain = results
+    if overrides and changed:
+        plain, _ = reanalyze(recorded.results, SeriesCache(root),
+                             analysis_of(root / "matrix.yaml", before),
+                             base if isinstance(base, str) else None)
+    changed = changed_by(changed, plain, "--set " + " --set ".join(overrides)
+                         if overrides else "")
+    # A cut-short cell is named as missing; no first bad is named across it.
+    cut = {c.cell: c.reason for c in changed if c.after == UNREADABLE}
+    planned = list(recorded.planned) + [
+        Planned(cid, r.row, r.image.label, r.image.index)
+        for cid, r in recorded.results.items()
+        if cid in cut and cid not in {p.id for p in recorded.planned}]
+    report = Report.from_results(recorded.name, results, recorded.meta, root,
+                                 planned=planned, unreadable={**recorded.unreadable, **cut},
+                                 outdated=outdated)
+    return Redecided(report, changed, planned, [*before, *overrides])
+
+def write_beside(run_dir: Path, recorded: Report, report: Report,
+                 planned: list[Planned], analysis_set: list[str]) -> Path:
+    """`--reanalyze --write`: the re-decided run as a new directory beside `run_dir`,
+    recording its --set (`analysis_set` in results.json's meta).
+
+    Raises:
+        StoreError: the new directory cannot be written.
+    """
+    out = beside(run_dir)
+    started = started_of(run_dir)   # the copy is of cells that ran then, not now
+    store = RunStore(out)
+    copy_run(run_dir, out)
+    matrix = recorded.meta.get("matrix")
+    # The copy's plan names what it lacks too (a cut-short cell has no result).
+    store.mark(REANALYZED, recorded.name, matrix if isinstance(matrix, str) else "",
+               tuple(planned), started)
+    for res in report.results.values():
+        store.write_cell(res)
+    meta: dict[str, JSON] = {**report.meta, "analysis_set": list(analysis_set)}
+    write_all(store, dataclasses.replace(report, root=None, meta=meta))
+    return out
+
+
+def beside(run_dir: Path) -> Path:
+    """A new directory next to `run_dir` for its re-decided copy."""
+    n = 1
+    while True:
+        out = run_dir.with_name(run_dir.name + "-reanalyzed" + (f"-{n}" if n > 1 else ""))
+        if not out.exists():
+            return out
+        n += 1
+
+
+def copy_run(src: Path, dst: Path) -> None:
+    """What a run left, but its results and reports: cells' samples and logs, the matrix.
+
+    Raises:
+        StoreError: the new directory cannot be written.
+    """
+
+    try:
+        dst.mkdir(parents=True)
+        for name in ("matrix.yaml",):
+            if (src / name).is_file():
+                shutil.copy2(src / name, dst / name)
+        for cell in sorted((src / "cells").iterdir()):
+            if cell.is_dir():
+                shutil.copytree(cell, dst / "cells" / cell.name,
+                                ignore=shutil.ignore_patterns("result.json", "stop"))
+    except OSError as exc:
+        raise StoreError(f"cannot write {dst}: {exc}\n  fix: pass a directory you can "
+                         "write beside, or run without --write") from exc

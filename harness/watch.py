@@ -21,14 +21,19 @@ import requests
 
 from harness import matrixfile
 from harness.analysis.kinds import BAD
+from harness.app.command import hold
 from harness.errors import EnvironmentUnavailable, InputError, SpecError
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
 from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text, read_text
 from harness.report import Report, write_all
-from harness.runtimes.base import Runtime
-from harness.stages.orchestrator import Sweep, SweepOutcome
+from harness.runtimes import Engines
+from harness.runtimes.base import Progress, Runtime
+from harness.signals import interruptible
+from harness.stages.orchestrator import Sweep, SweepOutcome, prefetch_analysis
 from harness.store.results import RunStore, atomic_write_text
+from harness.store.runs import SWEEP
+from harness.sweeping.course import plan_of
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
@@ -449,3 +454,21 @@ def run_plan(plan: Plan, matrix: Matrix, cells: list[Cell], runtime: Runtime, st
     base_bad = sorted(k for k, r in outcome.results.items()
                       if r.verdict in BAD and r.image.ref == plan.images[0])
     return WatchOutcome(report, outcome, bad, paths, base_bad)
+
+
+def run_suite(plan: Plan, matrix: Matrix, text: str, cells: list[Cell], out: Path,
+              docker_host: str | None, progress: Progress) -> tuple[WatchOutcome, Path]:
+    """`harness watch`'s work: sweep the suite's cells (`text`: its matrix file) into a new
+    directory under `out`; the outcome and the directory."""
+    hold(prefetch_analysis())
+    engines = Engines.for_matrix(matrix, matrix.runtime, docker_host)
+    engines.start(cells, progress)  # no engine: exit 3 before any results directory exists
+    with interruptible():
+        store = RunStore.open(out, matrix.name, False)
+        with engines.stopped(store.unlock):
+            store.write("matrix.yaml", text)
+            store.mark(SWEEP, matrix.name, str(store.root / "matrix.yaml"), plan_of(cells))
+            progress(f"{len(cells)} cells, results in {store.root}")
+            outcome = run_plan(plan, matrix, cells, engines.default, store, progress,
+                               engines.by_host)
+    return outcome, store.root
