@@ -231,7 +231,7 @@ class Grid:
     def _figures(self) -> str:
         """What the figures beside the symbols are, for those the grid shows only."""
         symbols: dict[str, list[str]] = {kind: [] for kind in FIGURE_WORDS}
-        beside = False      # a memory figure with the within-run slowdown's after it
+        beside: dict[str, str] = {}     # after a memory figure: a slowdown's, a regression's
         for row in self.rows:
             for verdict, res in verdict_of(row, self.results).values():
                 glyph, found = GLYPHS.get(verdict), KINDS.get(verdict)
@@ -240,10 +240,12 @@ class Grid:
                 shown = _token(verdict, res)
                 if shown != glyph.symbol and glyph.symbol not in symbols[found.figure]:
                     symbols[found.figure].append(glyph.symbol)
-                beside |= "+" in shown
+                for kind, words in ((SLOWDOWN, "late/early step time"),
+                                    ("regression", "time vs baseline")):
+                    if f"+{GLYPHS[kind].symbol}" in shown:
+                        beside[GLYPHS[kind].symbol] = words
         said = [f"{FIGURE_WORDS[f]} ({', '.join(s)})" for f, s in symbols.items() if s]
-        if beside:
-            said.append(f"+{GLYPHS[SLOWDOWN].symbol} after it: late/early step time")
+        said += [f"+{symbol} after it: {words}" for symbol, words in beside.items()]
         return f"figures: {'; '.join(said)}" if said else ""
 
     def _blocks(self, widths: list[int], name_w: int) -> list[tuple[int, int]]:

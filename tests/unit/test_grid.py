@@ -395,3 +395,31 @@ def test_no_width_parts_a_figure_from_its_unit_in_a_cell(width: int) -> None:
             [line] = [line for line in lines if line.startswith(label)]
             assert line.rstrip().endswith("µs/call") or "baseline" in line, "\n".join(lines)
     assert sum(line.count("µs/call") for line in lines) == 4, "\n".join(lines)
+
+
+def test_the_legend_says_which_figure_follows_a_leaks_figure() -> None:
+    """A leak whose interleaved rounds also confirmed it slower than the baseline shows
+    `L5.8+R1.2` (the README demo's 6.5.1 in a terminal of 80 columns); the legend said
+    "+S after it: late/early step time", the within-run slowdown's words, where the
+    figure after `+R` is the time against the baseline."""
+    report = demo_report()
+    bad = next(r for r in report.results.values() if r.verdict == "leak")
+    rounds = [{"index": k, "base_s": 14e-6, "other_s": 16e-6, "ratio": 1.16, "rule": "round",
+               "cpu_ratio": 1.16, "speed": 1.0, "base_busy": 0.0, "other_busy": 0.0,
+               "base_sm_mhz": None, "other_sm_mhz": None, "excluded": None} for k in (1, 2)]
+    pooled = {"direction": "slower", "n_base": 300, "n_other": 300, "p_value": 1e-60,
+              "ratio": 1.15, "rule": "pooled-slower"}
+    slower = {"baseline": "multidict-6.0.0", "direction": "slower", "rule": "",
+              "steps": pooled, "cpu": pooled, "confirmation": {
+                  "confirmed": True, "direction": "slower", "suspected": "slower",
+                  "ratio": 1.16, "lo": 1.12, "hi": 1.2, "decided_by": [1, 2],
+                  "reason": "confirmed", "rule": "confirm-slower", "seconds": 1.0,
+                  "rounds": rounds}}
+    cells = {k: (dict(r.to_json(), vs_baseline=slower) if r is bad else r.to_json())
+             for k, r in report.results.items()}
+    lines = shown(Report.from_results("demo", as_results(cells), {}), 80)
+    grid = "\n".join(lines)
+    assert "L5.8+R1.2" in grid, grid
+    legend = " ".join(line.strip() for line in lines[next(
+        i for i, line in enumerate(lines) if line.startswith("legend:")):][:3])
+    assert "+R after it: time vs baseline" in legend and "+S after it" not in legend, grid
