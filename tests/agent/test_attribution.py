@@ -330,7 +330,10 @@ def test_a_budgeted_run_of_microsecond_steps_samples_its_windows_in_time(
     assert 0 == windows["early"]["from"] < windows["early"]["to"] < windows["late"]["from"]
     assert windows["late"]["from"] < windows["late"]["to"]
     # Every sample in a window is the step's. How many there are is the CPU the sampler
-    # got: ~100 a window on a quiet host, 3 and 8 at a load of 26 on 2 cores.
+    # got: ~100 a window on a quiet host, 3 and 8 at a load of 26 on 2 cores, and none in
+    # a first quarter the host took (3,743 steps there, 1.45 M in the last, beside a CI),
+    # so a window may hold none; the two together hold some.
     for window in ("early", "late"):
         in_step = sum(s[window] for s in stack["sites"])
-        assert in_step == windows[window]["samples"] >= 2, stack
+        assert in_step == windows[window]["samples"], stack
+    assert windows["early"]["samples"] + windows["late"]["samples"] >= 2, stack
