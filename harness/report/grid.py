@@ -240,10 +240,9 @@ class Grid:
                 shown = _token(verdict, res)
                 if shown != glyph.symbol and glyph.symbol not in symbols[found.figure]:
                     symbols[found.figure].append(glyph.symbol)
-                for kind, words in ((SLOWDOWN, "late/early step time"),
-                                    ("regression", "time vs baseline")):
+                for kind in (SLOWDOWN, "regression"):     # `_token`'s suffixes
                     if f"+{GLYPHS[kind].symbol}" in shown:
-                        beside[GLYPHS[kind].symbol] = words
+                        beside[GLYPHS[kind].symbol] = FIGURE_WORDS[KINDS[kind].figure]
         said = [f"{FIGURE_WORDS[f]} ({', '.join(s)})" for f, s in symbols.items() if s]
         said += [f"+{symbol} after it: {words}" for symbol, words in beside.items()]
         return f"figures: {'; '.join(said)}" if said else ""

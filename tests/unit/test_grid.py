@@ -401,7 +401,7 @@ def test_the_legend_says_which_figure_follows_a_leaks_figure() -> None:
     """A leak whose interleaved rounds also confirmed it slower than the baseline shows
     `L5.8+R1.2` (the README demo's 6.5.1 in a terminal of 80 columns); the legend said
     "+S after it: late/early step time", the within-run slowdown's words, where the
-    figure after `+R` is the time against the baseline."""
+    figure after `+R` is its ratio vs the baseline, as an `R` cell's own figure says."""
     report = demo_report()
     bad = next(r for r in report.results.values() if r.verdict == "leak")
     rounds = [{"index": k, "base_s": 14e-6, "other_s": 16e-6, "ratio": 1.16, "rule": "round",
@@ -422,4 +422,4 @@ def test_the_legend_says_which_figure_follows_a_leaks_figure() -> None:
     assert "L5.8+R1.2" in grid, grid
     legend = " ".join(line.strip() for line in lines[next(
         i for i, line in enumerate(lines) if line.startswith("legend:")):][:3])
-    assert "+R after it: time vs baseline" in legend and "+S after it" not in legend, grid
+    assert "+R after it: ratio vs baseline" in legend and "+S after it" not in legend, grid
