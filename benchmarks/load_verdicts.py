@@ -41,8 +41,9 @@ of an older commit; the cells, their scenarios and this benchmark stay this chec
 `--json OUT` writes every cell's row per load (each attempt's verdict and re-run rule),
 `--keep DIR` keeps the results directories, `--case NAME` narrows the set. `--quick`
 (CI): five cells (a leak's bad release, an A/A pair of a control and the two lock
-files swept `--between`) at load 0, the leak alone again at load 1, a 0.5 s budget, no
-venv warm-up pass: seconds once the venvs are cached.
+files swept `--between`) at load 0, the leak alone again at load 1 (its loop at nice 19:
+the loaded path is smoke-tested, CI's CPU not spent on it), a 0.5 s budget, no venv
+warm-up pass: seconds once the venvs are cached.
 Exit 3 when a venv cannot be built, 2 when a sweep could not run.
 
 Run: PYTHONPATH=. python benchmarks/load_verdicts.py [--loads 0,2,6] [--beside-suite]
@@ -294,11 +295,12 @@ class LoadSeen:
 
 
 @contextmanager
-def beside(loops: int, suite: bool, seen: LoadSeen) -> Iterator[None]:
+def beside(loops: int, suite: bool, seen: LoadSeen, nice: int = 0) -> Iterator[None]:
     """`loops` busy loops (and the unit tests over and over, with `suite`) while the
-    body runs; the 1-minute load average sampled meanwhile."""
-    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(loops)]
+    body runs; the 1-minute load average sampled meanwhile. `nice`: the loops' niceness
+    (--quick: 19, so the smoke run's loop takes only what no other job wants)."""
+    busy = [subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-c",
+                              "while True: pass"]) for _ in range(loops)]
     tests = subprocess.Popen(["bash", "-c", f"while true; do {SUITE}; done"], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True) if suite else None
@@ -458,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             seen = LoadSeen([])
             t0 = time.perf_counter()
             rows: list[Row] = []
-            with beside(loops, suite, seen):
+            with beside(loops, suite, seen, nice=19 if args.quick else 0):
                 # --quick: the loaded pass sweeps the first job alone (the busy loop's
                 # path is what it smoke-tests; its CPU is CI's)
                 for job in (todo[:1] if args.quick and sums else todo):

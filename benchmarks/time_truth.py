@@ -33,7 +33,7 @@ under 15 %, no false alarm.
 loops (`python3 -c 'while True: pass'`) beside the whole run.
 
 Run: PYTHONPATH=. python benchmarks/time_truth.py [--case NAME] [--busy N] [--rounds 6]
-     [--root DIR] [--json OUT]   (--quick: two cases, 0.5 s budgets, 2 rounds: CI's
+     [--root DIR] [--json OUT]   (--quick: one case, 0.5 s budgets, 2 rounds: CI's
      smoke run; it fails on errors only)
 """
 
@@ -64,7 +64,7 @@ from harness.analysis.kinds import BAD  # noqa: E402
 from harness.matrixfile.model import ImageSpec  # noqa: E402
 from harness.runtimes.local import LocalRuntime  # noqa: E402
 
-QUICK = ("packaging_canonicalize", "aa_loop_10us")
+QUICK = ("packaging_canonicalize",)
 QUICK_BUDGET = "0.5s"
 SWEEP_TIMEOUT_S = 1800
 BLOCK_S = 0.05          # a truth block's least CPU time

@@ -28,11 +28,12 @@ MEMORY_BAD = ("leak", "oom", "timeout")
 # or the call count the runner wrote before it (`max_iterations: 2000`, "--length
 # calls"), which a tree from before budgets reads.
 # "default": no length key at all (harness's own default, a 5 s budget since issue 49).
-# "quick": a 0.5 s budget, the benchmarks' `--quick` (CI's smoke run of every stage: its
-# verdicts are not what it checks).
+# "quick": a 0.5 s budget and one confirmation round, the benchmarks' `--quick` (CI's
+# smoke run of every stage: its verdicts are not what it checks; a round pair runs the
+# rounds' path, the default 3-6 of them cost CI a run pair each).
 LENGTHS: dict[str, dict[str, Any]] = {
     "budget": {"budget": "5s"}, "calls": {"max_iterations": MAX_ITERATIONS}, "default": {},
-    "quick": {"budget": "0.5s"}}
+    "quick": {"budget": "0.5s", "rounds": 1}}
 SWEEP_TIMEOUT_S = 3600
 UNAVAILABLE = 3          # harness's exit code: an image (a venv) could not be had
 

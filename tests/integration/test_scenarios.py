@@ -23,7 +23,8 @@ def sweep(tmp_path: Path, image: str, scenarios: str, iterations: int = 40) -> d
     m.write_text(f"""
 name: scen
 runtime: docker
-defaults: {{iterations: {iterations}, warmup: 5, sample_every: 5, timeout: 5m, repeats: 0}}
+defaults: {{iterations: {iterations}, warmup: 5, sample_every: 5, timeout: 5m, repeats: 0,
+           heap: stock, pythonmalloc: false}}
 matrix:
   image: [{image}]
   gpu: [none]
