@@ -26,8 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def explained(tmp_path: Path, matrix: str) -> dict[str, dict[str, object]]:
-    code = main(["sweep", str(ROOT / "examples" / matrix), "--explain", "-q",
-                 "--out", str(tmp_path)])
+    """The example swept with --explain as written, but for `rounds: 0`: what is read is
+    the leak's line, not the step time, and a step ratio of a pool's tasks (IPC-bound,
+    1.41x pooled, then 1.09x and 0.67x in one run here) starts 2-6 interleaved round
+    pairs of the example's budget (a quiet run here: 17 s and 21 CPU-s without them,
+    37 s and 41 CPU-s with them)."""
+    text = (ROOT / "examples" / matrix).read_text()
+    assert "defaults: {" in text and "\n    - scenarios/" in text, matrix
+    m = tmp_path / matrix
+    m.write_text(text.replace("defaults: {", "defaults: {rounds: 0, ").replace(
+        "\n    - scenarios/", f"\n    - {ROOT / 'examples' / 'scenarios'}/"))
+    code = main(["sweep", str(m), "--explain", "-q", "--out", str(tmp_path)])
     assert code == 1, f"{matrix}: a release leaks, exit 1 (got {code})"
     [run] = [p for p in tmp_path.glob("*/*") if p.is_dir()]
     return {p.parent.name: json.loads(p.read_text()) for p in run.glob("cells/*/where.json")}
