@@ -52,17 +52,22 @@ class RowAnswer:
 
 
 def free_of(result: CellResult, fault: str) -> bool:
-    """Whether a cell showed `fault` absent: good, or (for memory) undecided by step time
-    alone with every memory source that read enough stable, as unsettled time says
-    nothing of memory. A source with too few readings (a USS read rarely on a busy
-    host) says nothing either way; the one an `ok` rests on never is (rule
-    `insufficient` would have decided the cell)."""
+    """Whether a cell showed `fault` absent: good, or (for memory) every memory source
+    that read enough read stable, in a run that went to its end: undecided by step time
+    alone, or decided on time only (a regression or slowdown), since step time says
+    nothing of memory and a busy host can stretch it either way. A source with too few
+    readings (a USS read rarely on a busy host) says nothing either way; the one an `ok`
+    rests on never is (rule `insufficient` would have decided the cell)."""
     if result.verdict in GOOD:
         return True
+    if fault not in KINDS or KINDS[fault].attribute != MEMORY:
+        return False
+    kind = KINDS.get(result.verdict)
+    on_time_alone = (result.rule in TIME_UNDECIDED if result.verdict not in BAD else
+                     kind is not None and not kind.cut_short and kind.attribute != MEMORY)
     read = [t.kind for t in result.memory.values() if t.kind != "insufficient"]
-    return (fault in KINDS and KINDS[fault].attribute == MEMORY
-            and result.rule in TIME_UNDECIDED and bool(read)
-            and all(kind in ("stable", "plateau") for kind in read))
+    return (on_time_alone and bool(read)
+            and all(k in ("stable", "plateau") for k in read))
 
 
 def first_bad(ordered: Sequence[tuple[str, str]]) -> tuple[str | None, str | None, bool]:

@@ -295,6 +295,29 @@ def test_a_probe_undecided_about_time_alone_answers_a_leak(rule: str, memory: st
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == "untestable"
 
 
+@pytest.mark.parametrize(("verdict", "memory", "outcome"), [
+    ("regression", "stable", "good"), ("slowdown", "plateau", "good"),
+    ("regression", "ambiguous", "untestable"), ("crash", "stable", "untestable"),
+    ("timeout", "stable", "untestable"), ("oom", "stable", "bad"),
+])
+def test_a_probe_decided_on_time_alone_answers_a_leak(verdict: str, memory: str,
+                                                      outcome: str) -> None:
+    """A CI beside two busy loops (CI47): the Docker culprit's probe of B with only
+    `leaky` put back read `regression: time 1.15x` against G, its heap +0.0 KiB/call.
+    It was untestable, and the culprit named gamma beside leaky. B's fault is memory:
+    a run that went to its end with its memory clean shows its absence, whatever its
+    time; one cut short does not (a crash or timeout tells nothing; an OOM is a memory
+    fault itself)."""
+    trend = MemoryTrend("heap", 300, 0.0, -1.0, 1.0, 0.0, 0.0, -1.0, 1.0, 1e6, 1e6, 1e6,
+                        memory)   # type: ignore[arg-type]
+    probe = dataclasses.replace(RESULT, verdict=verdict, rule=verdict,
+                                memory={"heap": trend, "rss": trend})
+    assert outcome_of(probe, dataclasses.replace(RESULT, verdict="leak")) == outcome
+    # a slowdown's question is not answered by memory: only a slowdown shows it
+    assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == (
+        "bad" if verdict == "slowdown" else "untestable")
+
+
 RECORDED = Path(__file__).parents[1] / "data" / "recorded"
 
 
