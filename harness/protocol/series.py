@@ -219,8 +219,8 @@ def readings(samples: list[dict[str, Any]], source: str, phase: str = "measure"
 
 def step_times(samples: list[dict[str, Any]]) -> list[float]:
     """The measured phase's step times in order, as a list (no NumPy)."""
-    return [float(t) for s in samples if s.get("src") == "step" and s.get("phase") == "measure"
-            for t in s["dt"]]
+    return list(map(float, chain.from_iterable(
+        s["dt"] for s in samples if s.get("src") == "step" and s.get("phase") == "measure")))
 
 
 # A timer sample's RSS, taken while a call runs, also holds what the allocator keeps

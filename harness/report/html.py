@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
+from itertools import chain, compress
 from pathlib import Path
 from typing import TextIO
 
@@ -427,7 +428,7 @@ def step_points(series: Series) -> tuple[list[float], list[float]]:
         if s.get("src") == "step":
             dt = s["dt"]
             first = int(s["i"]) - len(dt) + 1
-            xs.extend(float(first + k) for k in range(len(dt)))
+            xs.extend(map(float, range(first, first + len(dt))))
             ys.extend(dt)
     return xs, ys
 
@@ -679,9 +680,10 @@ def reduce(xs: Sequence[float], ys: Sequence[float], limit: int = MAX_POINTS
     out_x: list[float] = []
     out_y: list[float] = []
     for start in range(0, len(xs), size):
-        idx = range(start, min(start + size, len(xs)))
-        lo = min(idx, key=lambda i: ys[i])
-        hi = max(idx, key=lambda i: ys[i])
+        # min and max of a slice, then its index: C loops (a run of a us step has 10^6)
+        bucket = list(ys[start:start + size])
+        lo = start + bucket.index(min(bucket))
+        hi = start + bucket.index(max(bucket))
         for i in sorted({lo, hi}):
             out_x.append(xs[i])
             out_y.append(ys[i])
@@ -739,28 +741,33 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
 
     `y_range` fixes the y axis (points outside it are drawn at the edge and counted);
     `headline` (the slope) is printed large, to compare across scales."""
-    points = [(x, y) for ln in lines for x, y in zip(ln.xs, ln.ys, strict=True)]
-    if not points:
+    if any(len(ln.xs) != len(ln.ys) for ln in lines):
+        raise ValueError(f"{title}: a line's xs and ys differ in length")
+    drawn = [ln for ln in lines if len(ln.xs)]
+    if not drawn:
         return Markup(f'<p class="noplot">{escape(title)}: no samples</p>')
-    ax = axes(points, y_range, fit)
-    clipped = ([p for p in points if p[1] > ax.y_hi or p[1] < ax.y_lo]
-               if y_range is not None else [])
+    ax = axes(drawn, y_range, fit)
+    clipped = [] if y_range is None else [
+        p for ln in drawn for p in chain(   # C loops: a run of a us step has 10^6 points
+            compress(zip(ln.xs, ln.ys, strict=True), map(float(ax.y_hi).__lt__, ln.ys)),
+            compress(zip(ln.xs, ln.ys, strict=True), map(float(ax.y_lo).__gt__, ln.ys)))]
     parts = [*frame(title, ax), *warmup(ax, warmup_end), *ticks(ax, unit),
              *series(lines, ax), *legend(lines), *clipped_note(clipped, ax, warmup_end, unit),
              *fit_line(fit, ax), *labels(title, headline, note, ax)]
     return Markup("".join(parts))
 
 
-def axes(points: Sequence[tuple[float, float]], y_range: tuple[float, float] | None,
-         fit: Fit | None) -> Axes:
-    """The ranges: x from 0, y as `y_range` fixes it, else the data and fit padded 5 %."""
-    x_lo = min(0.0, min(p[0] for p in points))
-    x_hi = max(p[0] for p in points)
+def axes(lines: Sequence[Line], y_range: tuple[float, float] | None, fit: Fit | None
+         ) -> Axes:
+    """The ranges: x from 0, y as `y_range` fixes it, else the data and fit padded 5 %.
+    Each line has a point."""
+    x_lo = min(0.0, *(min(ln.xs) for ln in lines))
+    x_hi = max(max(ln.xs) for ln in lines)
     if y_range is not None:
         y_lo, y_hi = y_range
     else:
-        y_lo = min(p[1] for p in points)
-        y_hi = max(p[1] for p in points)
+        y_lo = min(min(ln.ys) for ln in lines)
+        y_hi = max(max(ln.ys) for ln in lines)
         if fit is not None:
             for x in (fit.x0, fit.x1):
                 y = fit.slope * x + fit.intercept
