@@ -59,15 +59,16 @@ class Series:
         (`Columns.memory` holds the measured phase's)."""
         return _by_iteration(self.samples, source, phase)
 
-    def as_user(self) -> tuple[int, float] | None:
+    def as_user(self) -> tuple[int, float | None] | None:
         """(calls, the step's own seconds per call) under --as-user: per interval less
-        clock reads and run-queue delay; the median over intervals. None where not timed."""
+        clock reads and run-queue delay; the median over intervals whose delay left any
+        (`own_step`: else unknown, None). None where not timed."""
         rows = [s for s in self.samples if s.get("src") == "user"]
         if not rows:
             return None
-        net = [max(0.0, s["dt_s"] - s["steps"] * (s.get("clock_s") or 0.0)
-                   - (s.get("rq_s") or 0.0)) / s["steps"] for s in rows]
-        return sum(s["steps"] for s in rows), statistics.median(net)
+        net = [n for n in ((s["dt_s"] - s["steps"] * (s.get("clock_s") or 0.0)
+                            - (s.get("rq_s") or 0.0)) / s["steps"] for s in rows) if n > 0]
+        return sum(s["steps"] for s in rows), statistics.median(net) if net else None
 
     @property
     def measured(self) -> int:
@@ -115,13 +116,17 @@ class Columns:
     def own_step(self) -> float | None:
         """Seconds per call that were the step's own: per interval the steps' time less the
         run-queue delay they met (a wait off the CPU stays in), per step; the median over
-        intervals. `median_step` where no delay was recorded; None without steps."""
+        intervals. `median_step` where no delay was recorded; None without steps, or
+        where the delay read took every interval's time: the delay is the process's
+        whole interval's (the agent's readings between steps too), so on a busy host it
+        can pass the steps' own time, which is then unknown, never 0."""
         table = self.contention
         if table is None or not len(table["steps"]):
             return self.median_step
         np_ = _numpy()
         net = (table["dt_s"] - np_.nan_to_num(table["rq_s"])) / table["steps"]
-        return float(np_.median(np_.maximum(net, 0.0)))
+        net = net[net > 0]
+        return float(np_.median(net)) if len(net) else None
 
     @cached_property
     def cpu(self) -> np.ndarray | None:
