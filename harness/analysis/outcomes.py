@@ -202,6 +202,23 @@ def host_took(series: Series) -> tuple[float, float] | None:
     return (wall, max(0.0, own)) if wall > 0 else None
 
 
+def host_stretched(series: Series) -> tuple[float, float] | None:
+    """(wall seconds, the run's own seconds) of its measured phase, the agent's readings
+    counted as the run's: what the host's other work took of it, and nothing else.
+    `host_took` leaves the readings out of the own time with the host's delay, and a
+    leak's readings (a collection over every object it kept, before each heap reading)
+    can take as long as its calls on a quiet host: the check's own cost, not the
+    host's. From the end record's `phases.measure`, `cell_s` and `sampling_s`;
+    `host_took` where the run wrote none."""
+    end = series.end or {}
+    wall, cell, sampling = ((end.get("phases") or {}).get("measure"), end.get("cell_s"),
+                            end.get("sampling_s"))
+    if not (isinstance(wall, int | float) and isinstance(cell, int | float)
+            and isinstance(sampling, int | float)) or wall <= 0:
+        return host_took(series)
+    return float(wall), min(float(wall), float(cell) + float(sampling))
+
+
 # A run killed at its deadline while the host took at least this share of its calls' time,
 # none stuck, measured the host (rule `timeout-busy`). A stuck call's time runs on the
 # agent's clock whatever the load.

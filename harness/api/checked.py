@@ -25,7 +25,8 @@ class Checked:
         result: The cell's result, as result.json stores it.
         root: The results directory kept (`check(..., out=DIR)`), else None.
         where: For a leak, the lines that grew under a short tracemalloc run, or why none.
-        took: (wall s, the run's own s) of its calls (a much larger first: host's other work).
+        took: (wall s, the run's own s) of its measured calls, its readings counted as its
+            own (`host_stretched`: a much larger first is the host's other work).
         wall_s, load: The whole check's seconds; the host's 1-minute load per CPU at the end.
     """
 

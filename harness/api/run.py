@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import matrixfile
-from harness.analysis.outcomes import host_took
+from harness.analysis.outcomes import host_stretched, host_took
 from harness.analysis.rules import WORKERS
 from harness.analysis.where import MIN_RATE, Where, named_above, one_time, summary
 from harness.api.checked import Checked
@@ -290,7 +290,7 @@ def _check(text: str, step: Callable[..., object], seconds: float | None,
             lines = where(s.sweep.ctx, s.cell, result, step, root / "where", seconds,
                           measured.series) if result.verdict == "leak" else ()
         return Checked(result, root if out is not None else None, lines,
-                       host_took(measured.series), time.monotonic() - started, _load())
+                       host_stretched(measured.series), time.monotonic() - started, _load())
 
 
 def warm_ahead(steps: Sequence[tuple[Callable[..., object], Sequence[str]]],

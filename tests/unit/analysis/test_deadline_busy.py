@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.analysis.decision import within_run
-from harness.analysis.outcomes import HOST_TOOK_SHARE, deadline_busy, host_took
+from harness.analysis.outcomes import HOST_TOOK_SHARE, deadline_busy, host_stretched, host_took
 from harness.protocol.ingest import Series, parse_lines
 from harness.runtimes.base import RunOutcome
 from harness.thresholds import AnalysisConfig
@@ -46,6 +46,35 @@ def test_the_host_took_is_read_from_the_agents_cell_time() -> None:
     assert took is not None
     wall, own = took
     assert own == pytest.approx(0.25 * wall, rel=0.02)
+
+
+def test_a_checks_own_readings_are_not_the_host_stretching_it() -> None:
+    """`python3 -m pytest examples/pytest/test_leaks.py` on a quiet host (one runnable
+    thread) said "host busy: 3.2 s of its calls' own time took 7.2 s": the leak's run
+    kept 537,000 dicts, and the readings' collections over them were counted with the
+    host's delay. The readings are the run's own; only the rest is the host's."""
+    from typing import cast
+
+    from harness.api.checked import Checked
+    from harness.result.model import CellResult
+
+    unread = cast(CellResult, None)     # `busy` reads the times alone
+
+    def end(measure: float, cell: float, sampling: float) -> Series:
+        recs = [{"type": "header", "schema": 1},
+                {"type": "end", "status": "ok", "iterations": 10,
+                 "phases": {"measure": measure}, "cell_s": cell, "sampling_s": sampling}]
+        return parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
+
+    quiet = host_stretched(end(7.2, 3.2, 3.9))
+    assert quiet == pytest.approx((7.2, 7.1))
+    assert Checked(unread, took=quiet).busy == ""
+    busy = host_stretched(end(7.2, 1.0, 0.3))
+    assert busy == pytest.approx((7.2, 1.3))
+    assert Checked(unread, took=busy).busy.startswith(
+        "host busy: 1.3 s of its calls' own time took 7.2 s")
+    # a run killed before its end record: the step samples' time, as before
+    assert host_stretched(killed(0.25)) == host_took(killed(0.25))
 
 
 @pytest.mark.parametrize("heap_leak", [0.0, 65536.0])
