@@ -275,6 +275,14 @@ def test_a_probe_is_bad_only_with_b_s_fault(probe: str, b: str, outcome: str) ->
                       dataclasses.replace(RESULT, verdict=b)) == outcome
 
 
+def read_clean(memory: str, verdict: str, rule: str) -> CellResult:
+    """A probe with `verdict` and `rule` whose heap and RSS read `memory` (a kind)."""
+    trend = MemoryTrend("heap", 300, 0.0, -1.0, 1.0, 0.0, 0.0, -1.0, 1.0, 1e6, 1e6, 1e6,
+                        memory)   # type: ignore[arg-type]
+    return dataclasses.replace(RESULT, verdict=verdict, rule=rule,
+                               memory={"heap": trend, "rss": trend})
+
+
 @pytest.mark.parametrize(("rule", "memory", "outcome"), [
     ("unsettled", "stable", "good"), ("one-run", "plateau", "good"),
     ("busy-host", "stable", "good"), ("unsettled", "ambiguous", "untestable"),
@@ -286,10 +294,7 @@ def test_a_probe_undecided_about_time_alone_answers_a_leak(rule: str, memory: st
     against G left a slowdown open on a busy host, its heap stable. It was untestable,
     and the culprit named two packages where one leaks. B's fault is memory: a probe
     whose memory read clean has shown its absence, whatever its time."""
-    trend = MemoryTrend("heap", 300, 0.0, -1.0, 1.0, 0.0, 0.0, -1.0, 1.0, 1e6, 1e6, 1e6,
-                        memory)   # type: ignore[arg-type]
-    probe = dataclasses.replace(RESULT, verdict="ambiguous", rule=rule,
-                                memory={"heap": trend, "rss": trend})
+    probe = read_clean(memory, verdict="ambiguous", rule=rule)
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="leak")) == outcome
     # a slowdown's question is not answered by memory
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == "untestable"
@@ -308,10 +313,7 @@ def test_a_probe_decided_on_time_alone_answers_a_leak(verdict: str, memory: str,
     a run that went to its end with its memory clean shows its absence, whatever its
     time; one cut short does not (a crash or timeout tells nothing; an OOM is a memory
     fault itself)."""
-    trend = MemoryTrend("heap", 300, 0.0, -1.0, 1.0, 0.0, 0.0, -1.0, 1.0, 1e6, 1e6, 1e6,
-                        memory)   # type: ignore[arg-type]
-    probe = dataclasses.replace(RESULT, verdict=verdict, rule=verdict,
-                                memory={"heap": trend, "rss": trend})
+    probe = read_clean(memory, verdict=verdict, rule=verdict)
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="leak")) == outcome
     # a slowdown's question is not answered by memory: only a slowdown shows it
     assert outcome_of(probe, dataclasses.replace(RESULT, verdict="slowdown")) == (
