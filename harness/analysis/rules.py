@@ -372,9 +372,11 @@ RISING = "rising"
 UNSETTLED = "unsettled"
 # Undecided: no second run read the slowdown (`compare` skips such a cell).
 ONE_RUN = "one-run"
+# Undecided: pooled step times slower, with no rounds to confirm it (`rounds: 0`).
+SUSPECTED = "suspected"
 # Undecided by step time alone, which load can cause on clean memory
 # (`answers.search.free_of`).
-TIME_UNDECIDED = (UNSETTLED, ONE_RUN, BUSY_HOST, RISING)
+TIME_UNDECIDED = (UNSETTLED, ONE_RUN, BUSY_HOST, RISING, SUSPECTED)
 LEAK_THRESHOLDS = ("live_floor_bytes", "live_min_growth_bytes", "live_decay_ratio",
                    "leak_floor_bytes", "heap_floor_bytes", "fill_share", "fill_bytes")
 RULES: tuple[Rule[Evidence], ...] = (
@@ -488,7 +490,7 @@ RULES: tuple[Rule[Evidence], ...] = (
          "slower past `min_ratio`, a slowdown load did not make: no answer, never `ok`",
          ("busy_share", "recheck_share", "busy_min_ratio", "min_ratio"),
          lambda ev: "baseline" if ev.facts.unsettled else None),
-    Rule("suspected", "suspected", "pooled step times slower than the baseline's, with no "
+    Rule(SUSPECTED, "suspected", "pooled step times slower than the baseline's, with no "
          "rounds to confirm it (`rounds: 0`)", ("alpha", "min_ratio"),
          lambda ev: "baseline" if ev.facts.suspected else None),
     Rule("plateau", "plateau", "a source grew past its floor, then its late slope's upper "

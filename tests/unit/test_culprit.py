@@ -285,7 +285,8 @@ def read_clean(memory: str, verdict: str, rule: str) -> CellResult:
 
 @pytest.mark.parametrize(("rule", "memory", "outcome"), [
     ("unsettled", "stable", "good"), ("one-run", "plateau", "good"),
-    ("busy-host", "stable", "good"), ("unsettled", "ambiguous", "untestable"),
+    ("busy-host", "stable", "good"), ("suspected", "stable", "good"),
+    ("unsettled", "ambiguous", "untestable"),
     ("filling", "ambiguous", "untestable"), ("creep", "stable", "untestable"),
 ])
 def test_a_probe_undecided_about_time_alone_answers_a_leak(rule: str, memory: str,
