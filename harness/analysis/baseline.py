@@ -24,6 +24,7 @@ from harness.analysis.records import (
     StepComparison,
 )
 from harness.analysis.rules import (
+    CONFIRM_ROUNDS,
     CONFIRM_RULES,
     FEW_ROUNDS,
     LEFT_OUT,
@@ -229,13 +230,15 @@ def _span(indices: list[int]) -> str:
 
 
 def decide_rounds(rounds: list[Round], suspected: Direction,
-                  cfg: AnalysisConfig) -> Confirmation:
-    """Decide a suspected change from interleaved rounds: the direction ("~" unless every
-    usable round agrees and the interval clears `min_ratio`), interval and deciding rounds.
+                  cfg: AnalysisConfig, least: int = CONFIRM_ROUNDS) -> Confirmation:
+    """Decide a suspected change from interleaved rounds: the direction ("~" unless
+    `least` usable rounds or more all agree and the interval clears `min_ratio`),
+    interval and deciding rounds.
 
     Args:
         rounds: the rounds run, in order; `excluded` ones are reported, not used.
         cfg: the analysis settings.
+        least: the usable rounds a confirmation needs (fewer where fewer are asked for).
     """
     usable = [r for r in rounds if r.excluded is None and r.base_s > 0 and r.other_s > 0]
     left_out = [r for r in rounds if r not in usable]
@@ -263,7 +266,10 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     ratios = ", ".join(f"{r.ratio:.2f}" for r in usable)
     head = (f"rounds {_span(ids)}: ratios {ratios}, mean {ratio:.2f}x "
             f"({cfg.round_confidence:.0%} CI {lo:.2f}..{hi:.2f})")
-    rule, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff), CONFIRM_RULES)
+    rule, _ = first_of(ConfirmEvidence(cfg, [r.ratio for r in usable], lo, hi, diff, least),
+                       CONFIRM_RULES)
+    if rule.id == "confirm-short":
+        note = f"; {least} rounds must count to confirm it{note}"
     direction = cast(Direction, rule.says)
     verb: str
     if suspected == "~":     # rounds run because a cell ran on a busy host

@@ -1140,6 +1140,8 @@ class ConfirmEvidence:
     Attributes:
         ratios, lo, hi: each usable round's ratio, and the mean's `round_confidence` interval.
         diff_s: the median absolute step-time difference of the rounds (seconds).
+        least: the rounds that must count to confirm a direction (`CONFIRM_ROUNDS`, or
+            fewer where the rounds asked for allow fewer).
     """
 
     cfg: AnalysisConfig
@@ -1147,24 +1149,40 @@ class ConfirmEvidence:
     lo: float = math.nan
     hi: float = math.nan
     diff_s: float = math.nan
+    least: int = 3
+
+    def reads(self) -> str:
+        """The direction every round and the interval read, whatever the rounds' count."""
+        if all(r > 1 for r in self.ratios) and self.lo > self.cfg.min_ratio:
+            return SLOWER
+        if all(r < 1 for r in self.ratios) and self.hi < 1.0 / self.cfg.min_ratio:
+            return FASTER
+        return NO_CHANGE
 
 
 FEW_ROUNDS = "too few rounds"
+# Rounds that must count to confirm a change: two agree by chance on a busy host (an A/A
+# pair beside CI's suite read 1.25x and 1.25x; benchmarks/aa_noise.py, docs/benchmarks.md).
+CONFIRM_ROUNDS = 3
 CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
     Rule("confirm-few", FEW_ROUNDS, "fewer than two rounds count: not confirmed", (),
          lambda ev: "rounds" if len(ev.ratios) < 2 else None),
     Rule("confirm-floor", NO_CHANGE, "the rounds' step times differ by less than "
          "`step_floor_s` (their median difference)", ("step_floor_s",),
          lambda ev: "rounds" if not ev.diff_s >= ev.cfg.step_floor_s else None),
+    Rule("confirm-short", NO_CHANGE, "the rounds read a change as `confirm-slower` or "
+         "`confirm-faster` would, but fewer than three count (two where `rounds: 1` runs "
+         "only two): two rounds agree by chance on a busy host (an A/A pair beside a test "
+         "suite read 1.25x, 1.25x); another round is run", (),
+         lambda ev: "rounds" if len(ev.ratios) < ev.least and ev.reads() != NO_CHANGE
+         else None),
     Rule("confirm-slower", SLOWER, "every round that counts reads the suspect slower, and "
          "the `round_confidence` interval of the mean ratio lies above `min_ratio`",
          ("round_confidence", "min_ratio"),
-         lambda ev: "rounds" if all(r > 1 for r in ev.ratios) and
-         ev.lo > ev.cfg.min_ratio else None),
+         lambda ev: "rounds" if ev.reads() == SLOWER else None),
     Rule("confirm-faster", FASTER, "every round that counts reads it faster, and the "
          "interval lies under 1/`min_ratio`", ("round_confidence", "min_ratio"),
-         lambda ev: "rounds" if all(r < 1 for r in ev.ratios) and
-         ev.hi < 1.0 / ev.cfg.min_ratio else None),
+         lambda ev: "rounds" if ev.reads() == FASTER else None),
     Rule("confirm-none", NO_CHANGE, "none of the above: no change confirmed", (),
          lambda ev: "rounds"),
 )
@@ -1270,7 +1288,8 @@ def _open(ev: UnsettledEvidence) -> str | None:
     """Why counted rounds settle nothing: they confirmed nothing and their interval
     reaches past `min_ratio`, with what would settle it; None if not so."""
     limit = ev.cfg.min_ratio
-    if not (ev.counted >= 2 and ev.rule == "confirm-none" and ev.hi > limit):
+    if not (ev.counted >= 2 and ev.rule in ("confirm-none", "confirm-short")
+            and ev.hi > limit):
         return None
     holds = (f"holds both no change and a slowdown past {limit:g}x" if ev.lo <= limit
              else f"lies past {limit:g}x, but not every round read the suspect slower")
@@ -1290,9 +1309,10 @@ UNSETTLED_RULES: tuple[Rule[UnsettledEvidence], ...] = (
     Rule("unsettled-confirmed", ANSWERED, "the rounds confirmed a direction", (),
          lambda ev: ev.direction if ev.direction != NO_CHANGE else None),
     Rule("unsettled-open", UNSETTLED, "two rounds or more counted, confirmed nothing (rule "
-         "`confirm-none`), and their interval reaches past `min_ratio`: a slowdown fits "
-         "them as well as no change does (rounds that disagree run on, up to twice "
-         "`rounds`), so no answer, never `ok`: more rounds or a quieter host settle it",
+         "`confirm-none` or `confirm-short`), and their interval reaches past `min_ratio`: "
+         "a slowdown fits them as well as no change does (rounds that disagree run on, up "
+         "to twice `rounds`), so no answer, never `ok`: more rounds or a quieter host "
+         "settle it",
          ("min_ratio",), _open),
     Rule("unsettled-counted", ANSWERED, "two rounds or more counted, and their interval "
          "lies under `min_ratio` (or their step times within `step_floor_s`): their answer "

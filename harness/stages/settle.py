@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.records import Confirmation, Round, VsBaseline
+from harness.analysis.rules import CONFIRM_ROUNDS
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
@@ -309,8 +310,9 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     k = 0
     started = time.monotonic()
     most = 2 * rounds
+    least = min(CONFIRM_ROUNDS, most)   # `rounds: 1` runs two: those two confirm
     while k < most:
-        if baseline.settled(baseline.decide_rounds(done, suspected, cfg), cfg):
+        if baseline.settled(baseline.decide_rounds(done, suspected, cfg, least), cfg):
             break   # decided either way, or the rounds disagree: more cannot change it
         if usable(done) + (most - k) < 2:
             break   # the rounds left cannot give the two usable ones a decision needs
@@ -330,7 +332,7 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
             ctx.cancel.wait(min(BACKOFF_S * 2 ** (k - 1), MAX_BACKOFF_S))
         if ctx.cancel.is_set():
             break
-    return with_cost(baseline.decide_rounds(done, suspected, cfg), done, started,
+    return with_cost(baseline.decide_rounds(done, suspected, cfg, least), done, started,
                      f"({2 * len(done)} runs)" if isinstance(base, Cell)
                      else "of this run against the saved one")
 

@@ -22,6 +22,7 @@ BENCHMARKS = ROOT / "benchmarks"
 # file -> what it needs beyond this interpreter (a pytest marker each)
 QUICK: dict[str, tuple[str, ...]] = {
     "aa_noise.py": (),
+    "aa_rounds.py": (),
     "aa_sweeps.py": (),
     "agent_overhead.py": (),
     "analysis_speed.py": (),

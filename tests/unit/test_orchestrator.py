@@ -79,15 +79,15 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Swept:
 
 def test_every_cell_ran_once_and_is_on_disk(swept: Swept) -> None:
     # v2 (slower) also ran interleaved confirmation rounds with its baseline v1, in
-    # its lane right after it ran (before the lane's next cell, v3): two, since two
-    # rounds 2x apart settle it
+    # its lane right after it ran (before the lane's next cell, v3): three, since three
+    # rounds 2x apart confirm it (`rules.CONFIRM_ROUNDS`)
     runs = swept.runtime.runs
     assert sorted(set(runs)) == sorted(swept.outcome.results)
-    assert len(runs) == 8 + 2 * 2
+    assert len(runs) == 8 + 3 * 2
     lane = [r for r in runs if ".gpu0." in r]    # the lanes run side by side
     after = lane.index("v2.gpu0.loop") + 1
-    assert lane[after:after + 4] == ["v1.gpu0.loop", "v2.gpu0.loop"] * 2
-    assert lane.index("v3.gpu0.loop") > after + 3
+    assert lane[after:after + 6] == ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
+    assert lane.index("v3.gpu0.loop") > after + 5
     assert sorted(swept.runtime.prepared) == ["v1", "v2", "v3", "v4"]
     assert on_disk(swept.outcome).keys() == swept.outcome.results.keys()
     assert swept.outcome.ran == 8 and swept.outcome.reused == 0
@@ -109,8 +109,8 @@ def test_slower_image_is_a_regression_vs_baseline(swept: Swept) -> None:
     assert 1.8 < res.vs_baseline.steps.ratio < 2.2
     assert re.search(r"steps (1\.[89]\d|2\.[01]\d)x v1", res.reason), res.reason
     conf = res.vs_baseline.confirmation
-    assert conf.confirmed and conf.decided_by == [1, 2] and conf.lo > 1.1
-    assert "confirmed: rounds 1, 2" in res.reason
+    assert conf.confirmed and conf.decided_by == [1, 2, 3] and conf.lo > 1.1
+    assert "confirmed: rounds 1, 2, 3" in res.reason
     assert all(1.8 < r.ratio < 2.2 for r in conf.rounds)
     assert on_disk(swept.outcome)["v2.gpu0.loop"]["verdict"] == "regression"
 
@@ -203,7 +203,7 @@ def test_resume_reruns_only_missing_cells(tmp_path: Path) -> None:
     second = run(matrix, again, tmp_path, resume=True)
     # THEN only that cell runs again (and its confirmation rounds with the baseline),
     # in the same directory, with the same verdicts
-    assert again.runs == ["v2.gpu0.loop"] + ["v1.gpu0.loop", "v2.gpu0.loop"] * 2
+    assert again.runs == ["v2.gpu0.loop"] + ["v1.gpu0.loop", "v2.gpu0.loop"] * 3
     assert (second.ran, second.reused) == (1, 2)
     assert second.store.root == first.store.root
     assert {k: r["verdict"] for k, r in on_disk(second).items()} == before
@@ -450,10 +450,10 @@ def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
     out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
     res = out.results["v2.gpu0.loop"]
     conf = res.vs_baseline.confirmation
-    # (rounds stop once the interval clears the threshold: two usable rounds here)
-    assert res.verdict == "regression" and conf.decided_by == [2, 3]
+    # (rounds stop once the interval clears the threshold: three usable rounds here)
+    assert res.verdict == "regression" and conf.decided_by == [2, 3, 4]
     assert "left out: round 1 (host busy" in res.reason
-    assert "3 rounds (6 runs) in " in res.reason and conf.seconds > 0
+    assert "4 rounds (8 runs) in " in res.reason and conf.seconds > 0
 
 
 def test_a_slower_image_hidden_by_a_loaded_baseline_is_still_found(tmp_path: Path) -> None:

@@ -88,16 +88,21 @@ def test_against_the_baseline_in_order() -> None:
 
 
 def test_the_rounds_in_order() -> None:
-    slower = b.ConfirmEvidence(CFG, (1.5, 1.6), 1.3, 1.8, 1e-3)
+    slower = b.ConfirmEvidence(CFG, (1.5, 1.6, 1.55), 1.3, 1.8, 1e-3)
     assert first_of(dataclasses.replace(slower, ratios=(1.5,)),
                     b.CONFIRM_RULES)[0].says == b.FEW_ROUNDS
+    # two that read it are not enough, but where two are all that run
+    assert first_of(dataclasses.replace(slower, ratios=(1.5, 1.6)),
+                    b.CONFIRM_RULES)[0].id == "confirm-short"
+    assert first_of(dataclasses.replace(slower, ratios=(1.5, 1.6), least=2),
+                    b.CONFIRM_RULES)[0].says == b.SLOWER
     assert first_of(dataclasses.replace(slower, diff_s=1e-7),
                     b.CONFIRM_RULES)[0].says == b.SLOWER
     assert first_of(dataclasses.replace(slower, cfg=FLOORED, diff_s=1e-7),
                     b.CONFIRM_RULES)[0].id == "confirm-floor"
     assert first_of(slower, b.CONFIRM_RULES)[0].says == b.SLOWER
     assert first_of(dataclasses.replace(slower, lo=1.05), b.CONFIRM_RULES)[0].id == "confirm-none"
-    faster = b.ConfirmEvidence(CFG, (0.5, 0.6), 0.4, 0.7, 1e-3)
+    faster = b.ConfirmEvidence(CFG, (0.5, 0.6, 0.55), 0.4, 0.7, 1e-3)
     assert first_of(faster, b.CONFIRM_RULES)[0].says == b.FASTER
     open_ = b.SettledEvidence(CFG, "slower", "~", (1.05, 1.2), 0.9, 1.3)
     assert first_of(dataclasses.replace(open_, ratios=(1.2,)),
