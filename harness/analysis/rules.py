@@ -1133,6 +1133,11 @@ DOUBT_RULES: tuple[Rule[DoubtEvidence], ...] = (
 )
 
 
+# Rounds that must count to confirm a change: two agree by chance on a busy host (an A/A
+# pair beside CI's suite read 1.25x and 1.25x; benchmarks/aa_rounds.py, docs/benchmarks.md).
+CONFIRM_ROUNDS = 3
+
+
 @dataclass(frozen=True)
 class ConfirmEvidence:
     """The rounds that count, as their confirmation reads them (`baseline.decide_rounds`).
@@ -1149,7 +1154,7 @@ class ConfirmEvidence:
     lo: float = math.nan
     hi: float = math.nan
     diff_s: float = math.nan
-    least: int = 3
+    least: int = CONFIRM_ROUNDS
 
     def reads(self) -> str:
         """The direction every round and the interval read, whatever the rounds' count."""
@@ -1161,9 +1166,6 @@ class ConfirmEvidence:
 
 
 FEW_ROUNDS = "too few rounds"
-# Rounds that must count to confirm a change: two agree by chance on a busy host (an A/A
-# pair beside CI's suite read 1.25x and 1.25x; benchmarks/aa_noise.py, docs/benchmarks.md).
-CONFIRM_ROUNDS = 3
 CONFIRM_RULES: tuple[Rule[ConfirmEvidence], ...] = (
     Rule("confirm-few", FEW_ROUNDS, "fewer than two rounds count: not confirmed", (),
          lambda ev: "rounds" if len(ev.ratios) < 2 else None),
