@@ -83,8 +83,10 @@ class RoundsPlan:
     label: str                  # the baseline's name in progress lines
     runs: Runs | None
     cap: int | None
-    # The least calls the baseline's and the suspect's round runs make (`settle.least_calls`)
-    least: tuple[int, int] = (0, 0)
+    # The least calls both runs of a round make (`settle.least_calls` of the slower-to-fill
+    # side): the same calls on both sides, or a cost that varies with the call reads as a
+    # change
+    least: int = 0
 
 
 @dataclass

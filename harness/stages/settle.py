@@ -177,8 +177,15 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
     if facts.steps is not None and decision.rounds_for(res.verdict, facts, cfg):
         return RoundsPlan(res, within, facts, label, runs,
                           MAX_CALLS if res.verdict in GOOD else None,
-                          (least_calls(base_series.cols.own_step),
-                           least_calls(res.summary.median_step_s)))
+                          # Both sides make the same calls: the more of their two
+                          # least calls. A cost that varies with the call (lexers loaded
+                          # on first use, a cache warming, inputs that cycle) read over
+                          # runs of different lengths is a change that is not there:
+                          # beside two busy loops an A/A pygments pair ran 1,494-1,727
+                          # calls a baseline run, 1,000 a suspect run, and read
+                          # `regression` 3 times in 3 (rounds 1.11-1.53x).
+                          max(least_calls(base_series.cols.own_step),
+                              least_calls(res.summary.median_step_s)))
     return with_comparison(cfg, res, within, facts)
 
 
@@ -283,14 +290,14 @@ def run_rounds(ctx: Context, plan: RoundsPlan) -> Confirmation:
     cell, base, suspected = runs.suspect, runs.base, steps.direction
     # A saved run's rounds run as it ran: its statistic was read under its settings.
     as_user = isinstance(base, Cell)
-    short = round_cell(cell, runs.calls, cap, as_user, plan.least[1])
+    short = round_cell(cell, runs.calls, cap, as_user, plan.least)
     if isinstance(base, Cell):
         if suspected == "~" and not ctx.busy_said.is_set():
             ctx.busy_said.set()
             ctx.progress(f"host busy: {pooled.busy:.0%} run-queue delay in {cell.id} or "
                          "its baseline; unchanged-looking cells are confirmed in "
                          "interleaved rounds")
-        short_base = round_cell(base, runs.calls, cap, as_user, plan.least[0])
+        short_base = round_cell(base, runs.calls, cap, as_user, plan.least)
         how = "interleaved rounds"
 
         def base_run(k: int) -> RunRead:

@@ -673,3 +673,26 @@ def test_a_waiting_slowdown_every_round_busy_is_undecided_exit_4(
     assert res.verdict == "ambiguous" and res.rule == "unsettled", res.reason
     assert "host busy" in res.reason and "sweep it again on a quieter host" in res.reason
     assert exit_code(Report.from_results("busy", out.results)) == EXIT_UNDECIDED
+
+
+def test_both_runs_of_a_round_make_the_same_calls(tmp_path: Path) -> None:
+    """A/A beside two busy loops (aa_sweeps.py): the pygments control, one venv as A and
+    B, read `regression` 1.36x. Its step's cost varies with the call (a lexer module
+    loaded every 10th call, 150 in turn), and each side's rounds ran its own least calls,
+    from its own step time: 1,494 for the baseline, 1,000 for the suspect (replayed with
+    every round kept: 1.28, 1.37, 1.11, 1.16, 0.99, 1.25). Both now make the more of the
+    two: 1,619 and 1,619 there, 0.92-1.06."""
+    calls: dict[str, list[int]] = {"v1": [], "v2": []}
+
+    def behave(cell: Cell) -> Behaviour:
+        calls[cell.image.label].append(cell.settings.agent_iterations)
+        # v2's step twice v1's: a round of 0.1 s holds 500 of v1's calls, 250 of v2's
+        return Behaviour(step_s=4e-4 if cell.image.label == "v2" else 2e-4)
+
+    out = run(make_matrix(tmp_path, "v1, v2"), FakeRuntime(behave), tmp_path)
+    conf = out.results["v2.gpu0.loop"].vs_baseline.confirmation
+    assert conf is not None and len(conf.rounds) >= 2, out.results["v2.gpu0.loop"].reason
+    # the first run of each is the cell's own (400 calls); then one a round
+    base, suspect = calls["v1"][1:], calls["v2"][1:]
+    assert len(base) == len(suspect) == len(conf.rounds)
+    assert base == suspect and all(450 < n < 550 for n in base), calls
