@@ -83,9 +83,9 @@ class RoundsPlan:
     label: str                  # the baseline's name in progress lines
     runs: Runs | None
     cap: int | None
-    # The least calls both runs of a round make (`settle.least_calls` of the slower-to-fill
-    # side): the same calls on both sides, or a cost that varies with the call reads as a
-    # change
+    # The least calls both runs of a round make: the more of the two sides'
+    # `settle.least_calls`, the same on both sides (a cost that varies with the call read
+    # over runs of different lengths reads as a change)
     least: int = 0
 
 
