@@ -33,7 +33,6 @@ import json
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -109,18 +108,6 @@ def table(name: str, recs: list[dict[str, Any]]) -> None:
           "rounds run)")
 
 
-def wheel(where: Path, version: str) -> None:
-    name, info = "cheap_demo", f"cheap_demo-{version}.dist-info"
-    files = {f"{name}.py": CODE,
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: bench\nRoot-Is-Purelib: true\n"
-                              "Tag: py3-none-any\n"}
-    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-
-
 def record(out: Path, sweeps: int, budget: str, rounds: int) -> None:
     """Sweep the A/A pair `sweeps` times with every round kept; one line a sweep."""
     import os
@@ -143,7 +130,7 @@ def record(out: Path, sweeps: int, budget: str, rounds: int) -> None:
         wheels = root / "wheels"
         wheels.mkdir()
         for v in ("1.0", "2.1"):
-            wheel(wheels, v)
+            sweepkit.wheel(wheels, "cheap_demo", v, CODE)
         for tool in ("UV", "PIP"):
             os.environ[f"{tool}_NO_INDEX"] = "1"
             os.environ[f"{tool}_FIND_LINKS"] = str(wheels)

@@ -13,6 +13,7 @@ alone too: `write_matrix` (the directory: m.yaml and its scenario files) and
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,3 +207,18 @@ def swept(where: Path, images: Iterable[str | Mapping[str, Any]], behave: Behave
     path = write_matrix(where, images, scenarios, **matrix)
     return sweep_matrix(path, behave, out=out, cells=cells, plan=plan, report=report,
                         meta=meta, then=then)
+
+
+def wheel(where: Path, name: str, version: str, code: str = "", requires: str = "") -> None:
+    """Write a wheel of one module `name` (its source `code`) into `where`, installable
+    with no index; `requires` is its one Requires-Dist line, if any."""
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": code,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                 + (f"Requires-Dist: {requires}\n" if requires else ""),
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)

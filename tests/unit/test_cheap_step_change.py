@@ -11,8 +11,6 @@ each up twice (a real slowdown of about 2x, a few hundred nanoseconds a call: un
 from __future__ import annotations
 
 import sys
-import zipfile
-from pathlib import Path
 
 import pytest
 import sweepkit
@@ -49,27 +47,13 @@ def step(work):
 '''
 
 
-def wheel(where: Path, version: str, code: str) -> None:
-    """A wheel of one module, installable with no index."""
-    name = "cheap_demo"
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}.py": code,
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                              "Tag: py3-none-any\n"}
-    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-
-
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, CellResult]:
     tmp_path = tmp_path_factory.mktemp("cheap")
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     for version, code in RELEASES.items():
-        wheel(wheels, version, code)
+        sweepkit.wheel(wheels, "cheap_demo", version, code)
     with pytest.MonkeyPatch.context() as mp:
         for tool in ("UV", "PIP"):
             mp.setenv(f"{tool}_NO_INDEX", "1")

@@ -7,11 +7,11 @@ import dataclasses
 import json
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
 
 from harness import matrixfile
@@ -419,20 +419,6 @@ def test_culprit_to_a_full_stdout_stops_saying_why_and_what_goes_on(
 
 
 # ------------------------------------------------- the hybrid install strategy (issue 51)
-def wheel(where: Path, name: str, version: str, requires: str = "") -> None:
-    """A wheel of one empty module, installable with no index."""
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}.py": "",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                 + (f"Requires-Dist: {requires}\n" if requires else ""),
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                              "Tag: py3-none-any\n"}
-    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-
-
 def test_a_hybrid_the_resolver_refuses_goes_in_no_deps_and_says_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 51: corelib 2.0 pins corecore==2.0 exactly (as pydantic pins pydantic-core):
@@ -446,9 +432,9 @@ def test_a_hybrid_the_resolver_refuses_goes_in_no_deps_and_says_so(
         pytest.skip("uv is not installed")
     wheels = tmp_path / "wheels"
     wheels.mkdir()
-    wheel(wheels, "corelib", "2.0", "corecore==2.0")
+    sweepkit.wheel(wheels, "corelib", "2.0", requires="corecore==2.0")
     for v in ("1.0", "2.0"):
-        wheel(wheels, "corecore", v)
+        sweepkit.wheel(wheels, "corecore", v)
     monkeypatch.setenv("UV_NO_INDEX", "1")
     monkeypatch.setenv("UV_FIND_LINKS", str(wheels))
     monkeypatch.setenv("UV_OFFLINE", "1")

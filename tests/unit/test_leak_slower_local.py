@@ -9,7 +9,6 @@ it slower too, and its verdict says both; 3.0, at 1.0's speed, claims no slowdow
 from __future__ import annotations
 
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -59,26 +58,12 @@ def step(mod):
 '''
 
 
-def wheel(where: Path, version: str, code: str) -> None:
-    """A wheel of one module, installable with no index."""
-    name = "handlers_demo"
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}.py": code,
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                              "Tag: py3-none-any\n"}
-    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(where / f"{name}-{version}-py3-none-any.whl", "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-
-
 @pytest.fixture
 def swept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, CellResult]:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     for version, code in RELEASES.items():
-        wheel(wheels, version, code)
+        sweepkit.wheel(wheels, "handlers_demo", version, code)
     for tool in ("UV", "PIP"):
         monkeypatch.setenv(f"{tool}_NO_INDEX", "1")
         monkeypatch.setenv(f"{tool}_FIND_LINKS", str(wheels))
