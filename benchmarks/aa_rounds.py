@@ -23,7 +23,7 @@ cores), `loops.jsonl` beside four busy loops (`sh -c 'while :; do :; done'`, loa
 
 Run: PYTHONPATH=. python3 benchmarks/aa_rounds.py          (replay: seconds)
      PYTHONPATH=. python3 benchmarks/aa_rounds.py --record OUT.jsonl --sweeps 40
-     (--quick: the replay and one recorded sweep of two rounds, 0.3 s budgets)
+     (--quick: the replay and one recorded sweep, `rounds: 1` at 0.3 s budgets)
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def main() -> None:
     ap.add_argument("--record", type=Path, help="sweep the A/A pair, rounds to this file")
     ap.add_argument("--sweeps", type=int, default=40)
     ap.add_argument("--quick", action="store_true",
-                    help="the replay and one recorded sweep of two rounds")
+                    help="the replay and one recorded sweep (`rounds: 1`)")
     args = ap.parse_args()
     for path in sorted(CASES.glob("*.jsonl")):
         table(path.stem, [json.loads(x) for x in path.read_text().splitlines() if x])
@@ -175,7 +175,9 @@ def main() -> None:
             out = Path(tmp) / "one.jsonl"
             record(out, 1, "0.3s", 1)
             got = json.loads(out.read_text())
-            assert len(got["rounds"]) == 2, got
+            # how many rounds a busy host lets run is load's; that they were recorded is not
+            assert got["rounds"] and all(r["base_s"] > 0 and r["other_s"] > 0
+                                         for r in got["rounds"]), got
     elif args.record:
         record(args.record, args.sweeps, "1s", 3)
 

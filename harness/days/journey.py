@@ -19,7 +19,7 @@ from harness.analysis.codediff import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
 from harness.answers.causes import CAUSE_DIR, Cause, cause_file
 from harness.answers.explained import Explanation, load_explanations
-from harness.answers.search import Pair, RowAnswer, answer_rows, pairs, unpaired
+from harness.answers.search import Pair, RowAnswer, answer_rows, free_of, pairs, unpaired
 from harness.culprit.changes import difference, step_lines
 from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.search import day_in_run, same_entry
@@ -171,7 +171,9 @@ def _only_memory(cell: str, results: Mapping[str, CellResult]) -> str:
     res = results.get(cell)
     if res is None or res.verdict in GOOD:
         return ""
-    return f" for memory only: it {kind(res.verdict).verb} ({res.reason.split('; ')[0]})"
+    said = ("its step time is undecided" if kind(res.verdict).cls == "undecided"
+            else f"it {kind(res.verdict).verb}")
+    return f" for memory only: {said} ({res.reason.split('; ')[0]})"
 
 
 def summary(j: Journey, results: Mapping[str, CellResult]) -> str:
@@ -280,18 +282,26 @@ class Progress:
         return said
 
 
-def fixed_in(row: RowAnswer) -> tuple[str, str] | None:
+def fixed_in(row: RowAnswer, results: Mapping[str, CellResult] | None = None
+             ) -> tuple[str, str] | None:
     """(label, cell id) of the first later image that answers the first bad's question
-    (no leak for memory, even if slower; good for time or a crash), never across a gap."""
+    (no leak for memory, even if slower; good for time or a crash), never across a gap.
+
+    With the cells' `results`, a later cell free of a memory fault (`free_of`: undecided
+    by its step time alone, every memory source stable, as a busy host leaves a fixed
+    release) fixed it too, as the first-bad pairing reads it."""
     labels = [label for label, _, _ in row.cells]
     if row.first_bad is None or row.first_bad not in labels:
         return None
     at = labels.index(row.first_bad)
-    memory = kind(row.cells[at][1]).attribute == MEMORY
+    fault = row.cells[at][1]
+    memory = kind(fault).attribute == MEMORY
     for label, verdict, cid in row.cells[at + 1:]:
+        res = results.get(cid) if results is not None else None
         if verdict in GOOD or (memory and verdict in BAD
                                and kind(verdict).attribute != MEMORY
-                               and not kind(verdict).cut_short):
+                               and not kind(verdict).cut_short) or (
+                res is not None and free_of(res, fault)):
             return label, cid
         if verdict in UNKNOWN:
             return None
@@ -480,7 +490,7 @@ def step_code(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
 
 def step_fixed(ctx: Sweep, cells: Mapping[str, Cell], j: Journey,
                results: Mapping[str, CellResult], hybrids: Hybrids, said: Said) -> None:
-    j.fixed = fixed_in(j.row)
+    j.fixed = fixed_in(j.row, results)
     text = (f"first good image after {j.row.first_bad}: {j.fixed[0]}" if j.fixed
             else f"no good image after {j.row.first_bad}")
     said(text, 0)

@@ -288,3 +288,33 @@ def test_a_leak_from_the_first_image_is_paired_with_the_release_free_of_it(
            "v5.gpu0.loop": dataclasses.replace(clean, image=results["v5.gpu0.loop"].image,
                                                id="v5.gpu0.loop")}
     assert pairs(row) == [Pair("v3.gpu0.loop", f"{fixed_in}.gpu0.loop", "gpu0.loop")]
+
+
+@pytest.mark.parametrize(("rule", "memory", "fixed"), [
+    ("unsettled", "stable", "v4"), ("one-run", "plateau", "v4"), ("one-run", "linear", None),
+    ("filling", "stable", None)])
+def test_a_leaks_fix_is_the_release_free_of_it_though_its_time_is_undecided(
+        swept: tuple[matrixfile.Matrix, RunStore, dict[str, CellResult]],
+        rule: str, memory: str, fixed: str | None) -> None:
+    """A loaded host left the fixed release (multidict 6.6.4 in docs/asof.md) `ambiguous`
+    by its rounds alone, its memory flat: the summary said "no later good image" and the
+    workaround left it out. The fix is read as the first-bad pairing reads it (`free_of`);
+    a cell whose memory still grows, or that a memory rule left undecided, is a gap."""
+    from harness.answers.search import answer_rows
+    from harness.days.journey import fixed_in
+
+    _, _, results = swept
+    clean = results["v2.gpu0.loop"]
+    trends = {k: dataclasses.replace(t, kind=memory)   # type: ignore[arg-type]
+              for k, t in clean.memory.items()}
+    row = {"v2.gpu0.loop": clean, "v3.gpu0.loop": results["v3.gpu0.loop"],
+           "v4.gpu0.loop": dataclasses.replace(results["v4.gpu0.loop"], verdict="ambiguous",
+                                               rule=rule, memory=trends),
+           "v5.gpu0.loop": dataclasses.replace(clean, image=results["v5.gpu0.loop"].image,
+                                               id="v5.gpu0.loop")}
+    (answer,) = answer_rows(row)
+    assert (answer.first_bad, answer.last_good) == ("v3", "v2"), answer
+    # without the results, an `ambiguous` cell is a gap, as before
+    assert fixed_in(answer) is None
+    got = fixed_in(answer, row)
+    assert (got[0] if got else None) == fixed, got
