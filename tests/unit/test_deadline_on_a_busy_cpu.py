@@ -9,16 +9,24 @@ its call ran on the agent's own clock, stuck, whatever the load (the two checks 
 once, beside the same loops). A leak's lines are
 named beside six such loops: its where run's wall deadline is its budget at the pace
 the host allowed the measured run, doubled where it still ended the run (before, 2 of
-3 runs beside 6 loops said no line)."""
+3 runs beside 6 loops said no line).
+
+The host's share is a CPU quota where this runs as root on cgroup v1 (CI's machines): the
+cell's group gets a fifth (each of two checks) or a seventh of one CPU in 10 ms periods
+and waits out the rest in the run queue, as `/proc/self/schedstat` reads it, while the
+CPU it is not given stays the suite's. Elsewhere, busy loops pinned beside the cell take
+it: the same share, burnt."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,41 +69,76 @@ WHERE_LOOPS = 6
 LOOPS = 3   # the cell gets a quarter of the CPU at most: the host takes 3/4
 
 
+CPU_GROUPS = Path("/sys/fs/cgroup/cpu")
+PERIOD_US = 10_000
+
+
 @contextlib.contextmanager
-def _loops(n: int) -> Iterator[None]:
-    loops = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"],
-                              start_new_session=True) for _ in range(n)]
+def _quotas(share: int, cells: int) -> Iterator[list[list[str]] | None]:
+    """`cells` cpu cgroups, each giving what it holds 1/`share` of one CPU; None where
+    none can be made. Each prefix moves its command into its group before it starts."""
+    groups = [CPU_GROUPS / f"harness-test-busy-{os.getpid()}-{share}-{i}"
+              for i in range(cells)]
     try:
-        yield
+        for group in groups:
+            group.mkdir()
+            (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (group / "cpu.cfs_quota_us").write_text(str(PERIOD_US // share))
+        made = True
+    except OSError:
+        made = False
+    try:
+        yield ([["sh", "-c", f'echo $$ > {g}/cgroup.procs && exec "$@"', "sh"]
+                for g in groups] if made else None)
     finally:
-        for p in loops:
-            p.kill()
-            p.wait()
+        for group in groups:
+            for _ in range(50):      # its processes are gone once their runs returned
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
 
 
-@pytest.fixture
-def busy_cpu() -> Iterator[None]:
-    with _loops(LOOPS):
-        yield
+@contextlib.contextmanager
+def _loops(n: int, cells: int = 1) -> Iterator[list[list[str]]]:
+    """Command prefixes of `cells` cells that each get 1/(n+cells) of one CPU, as beside n
+    busy loops on their CPU: a quota each where the host allows one, else the loops."""
+    with _quotas(n + cells, cells) as prefixes:
+        if prefixes is not None:
+            yield prefixes
+            return
+        loops = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c",
+                                   "while True: pass"], start_new_session=True)
+                 for _ in range(n)]
+        try:
+            yield [["taskset", "-c", "0"]] * cells
+        finally:
+            for p in loops:
+                p.kill()
+                p.wait()
 
 
 @pytest.mark.slow     # two checks of a few seconds each, killed at their deadline
 @pytest.mark.skipif(shutil.which("taskset") is None or not sys.platform.startswith("linux"),
                     reason="taskset pins the cell and the loops to one CPU")
 def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
-        tmp_path: Path, busy_cpu: None) -> None:
+        tmp_path: Path) -> None:
     (tmp_path / "steps.py").write_text(textwrap.dedent(STEPS), encoding="utf-8")
     (tmp_path / "check.py").write_text(textwrap.dedent(CHECK), encoding="utf-8")
 
-    # both checks at once on the loops' CPU (each a fifth of it at most): the loops hold
-    # that CPU for as long as the test runs
-    checks = {step: subprocess.Popen(["taskset", "-c", "0", sys.executable, "check.py", step],
-                                     cwd=tmp_path, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-              for step in ("spin", "hang")}
+    # both checks at once, each a fifth of one CPU at most, for as long as the test runs
+    with _loops(LOOPS, cells=2) as prefixes:
+        checks = {step: subprocess.Popen([*prefix, sys.executable, "check.py", step],
+                                         cwd=tmp_path, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True)
+                  for step, prefix in zip(("spin", "hang"), prefixes, strict=True)}
+        outs = {step: p.communicate(timeout=300) for step, p in checks.items()}
 
     def check(step: str) -> list[str]:
-        out, err = checks[step].communicate(timeout=300)
+        out, err = outs[step]
         assert checks[step].returncode == 0, err[-2000:]
         return out.strip().splitlines()[-1].split("|")
 
@@ -113,8 +156,8 @@ def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
 def test_a_leaks_lines_are_named_on_a_busy_cpu(tmp_path: Path) -> None:
     (tmp_path / "steps.py").write_text(textwrap.dedent(STEPS), encoding="utf-8")
     (tmp_path / "where.py").write_text(textwrap.dedent(WHERE), encoding="utf-8")
-    with _loops(WHERE_LOOPS):
-        done = subprocess.run(["taskset", "-c", "0", sys.executable, "where.py"],
+    with _loops(WHERE_LOOPS) as (prefix,):
+        done = subprocess.run([*prefix, sys.executable, "where.py"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     checks = [line.split("|") for line in done.stdout.strip().splitlines()[-3:]]
