@@ -164,8 +164,12 @@ def test_a_leaks_lines_are_named_on_a_busy_cpu(tmp_path: Path) -> None:
     assert [c[0] for c in checks] == ["leak"] * 3, done.stdout
     # AND each says the host took its time (issue 79: a marked test took ~10x its budget
     # on a busy host, and said nothing of it)
-    assert all(re.fullmatch(r"host busy: 0\.\d s of its calls' own time took "
-                            r"\d+\.\d s", c[1]) for c in checks), checks
+    # (the own time it names is not the budget's: 0.x s beside loops, 1.1 s twice under
+    # the 1/7 quota in a CI beside two busy loops, where the where run's deadline reads
+    # the pace of the measured run; why more under the quota is not measured)
+    busy = [re.fullmatch(r"host busy: (\d+\.\d) s of its calls' own time took "
+                         r"(\d+\.\d) s", c[1]) for c in checks]
+    assert all(m and float(m[1]) < float(m[2]) for m in busy), checks
     for c in checks:
         assert any(re.search(r"at steps\.py:\d+ leak \(KEPT\.append\(bytes\(1024\)\)\)", w)
                    for w in c[1:]), c
