@@ -11,11 +11,11 @@ named beside six such loops: its where run's wall deadline is its budget at the 
 the host allowed the measured run, doubled where it still ended the run (before, 2 of
 3 runs beside 6 loops said no line).
 
-The host's share is a CPU quota where this runs as root on cgroup v1 (CI's machines): the
-cell's group gets a fifth (each of two checks) or a seventh of one CPU in 10 ms periods
-and waits out the rest in the run queue, as `/proc/self/schedstat` reads it, while the
-CPU it is not given stays the suite's. Elsewhere, busy loops pinned beside the cell take
-it: the same share, burnt."""
+The deadline checks' share is a CPU quota where this runs as root on cgroup v1 (CI's
+machines): each check's group gets a fifth of one CPU in 10 ms periods and waits out the
+rest in the run queue, as `/proc/self/schedstat` reads it, while the CPU it is not given
+stays the suite's. Elsewhere, and for the leak's lines always, busy loops pinned beside
+the cell take it: the same share, burnt."""
 
 from __future__ import annotations
 
@@ -103,10 +103,12 @@ def _quotas(share: int, cells: int) -> Iterator[list[list[str]] | None]:
 
 
 @contextlib.contextmanager
-def _loops(n: int, cells: int = 1) -> Iterator[list[list[str]]]:
+def _loops(n: int, cells: int = 1, quota: bool = True) -> Iterator[list[list[str]]]:
     """Command prefixes of `cells` cells that each get 1/(n+cells) of one CPU, as beside n
-    busy loops on their CPU: a quota each where the host allows one, else the loops."""
-    with _quotas(n + cells, cells) as prefixes:
+    busy loops on their CPU: a quota each where the host allows one (and `quota`), else
+    the loops."""
+    with (_quotas(n + cells, cells) if quota
+          else contextlib.nullcontext(None)) as prefixes:
         if prefixes is not None:
             yield prefixes
             return
@@ -156,7 +158,10 @@ def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
 def test_a_leaks_lines_are_named_on_a_busy_cpu(tmp_path: Path) -> None:
     (tmp_path / "steps.py").write_text(textwrap.dedent(STEPS), encoding="utf-8")
     (tmp_path / "where.py").write_text(textwrap.dedent(WHERE), encoding="utf-8")
-    with _loops(WHERE_LOOPS) as (prefix,):
+    # beside real loops, not a quota: under a 1/7 quota the busy line's own time read
+    # 0.9-1.3 s for this 0.3 s budget (by hand, and 1.1 s in a CI), against 0.4-0.6 s
+    # beside loops; that reading is not settled, and the pattern below is kept
+    with _loops(WHERE_LOOPS, quota=False) as (prefix,):
         done = subprocess.run([*prefix, sys.executable, "where.py"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -164,12 +169,8 @@ def test_a_leaks_lines_are_named_on_a_busy_cpu(tmp_path: Path) -> None:
     assert [c[0] for c in checks] == ["leak"] * 3, done.stdout
     # AND each says the host took its time (issue 79: a marked test took ~10x its budget
     # on a busy host, and said nothing of it)
-    # (the own time it names is not the budget's: 0.x s beside loops, 1.1 s twice under
-    # the 1/7 quota in a CI beside two busy loops, where the where run's deadline reads
-    # the pace of the measured run; why more under the quota is not measured)
-    busy = [re.fullmatch(r"host busy: (\d+\.\d) s of its calls' own time took "
-                         r"(\d+\.\d) s", c[1]) for c in checks]
-    assert all(m and float(m[1]) < float(m[2]) for m in busy), checks
+    assert all(re.fullmatch(r"host busy: 0\.\d s of its calls' own time took "
+                            r"\d+\.\d s", c[1]) for c in checks), checks
     for c in checks:
         assert any(re.search(r"at steps\.py:\d+ leak \(KEPT\.append\(bytes\(1024\)\)\)", w)
                    for w in c[1:]), c
