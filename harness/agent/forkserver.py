@@ -1,8 +1,8 @@
 """harness fork server: one warm interpreter forking a fresh agent run per request, as a new
 interpreter per short cell (`harness.check`, the plugin) costs more than its budget.
 
-Stdin: JSON lines {"argv", "env", "cwd", "log", "cgroup", "preload"} (null argv: preload,
-reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends it (a preload's
+Stdin: JSON lines {"argv", "env", "per_run", "cwd", "log", "cgroup", "preload"} (null
+argv: preload, reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends it (a preload's
 thread, "stale" modules). If the host goes, the run's group is killed. Stdlib, Python 3.6+."""
 import gc
 import importlib.util
@@ -22,6 +22,9 @@ PRELOAD_NAME = "_harness_preload"
 WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps it
 # In a server made by `fork_here`: the host's allocator settings at its start.
 HERE = []
+# The environment this interpreter started with: what the harness asked, and what a
+# wrapper the interpreter was named by (`#!/bin/sh ... X=1 exec python "$@"`) set on the way.
+STARTED_ENV = dict(os.environ)
 
 # The allocator settings a run forked from its host's process takes as its own.
 ALLOCATOR_ENV = ("PYTHONMALLOC", "GLIBC_TUNABLES")
@@ -184,6 +187,16 @@ def preload(path, loaded):
     return None
 
 
+def wrapped(asked, per_run):
+    """The environment `asked` as a fresh interpreter started through this one's wrapper
+    would have it: with what the start set, changed or unset. A server is started with
+    its runs' environment (the host keys servers by it) but for the `per_run` variables,
+    so any other difference is the wrapper's."""
+    env = dict((k, v) for k, v in asked.items() if k in per_run or k in STARTED_ENV)
+    env.update((k, v) for k, v in STARTED_ENV.items() if k not in per_run)
+    return env
+
+
 def child(request, replies):
     """The forked run: its own session, cgroup, output, cwd and environment, then the
     agent; never returns."""
@@ -213,6 +226,10 @@ def child(request, replies):
         os.environ.update(request["env"])
         if HERE:
             as_forked(HERE[0])
+        else:
+            env = wrapped(request["env"], request.get("per_run", ()))
+            os.environ.clear()
+            os.environ.update(env)
         sys.argv = [os.path.join(os.path.dirname(os.path.abspath(agent.__file__)),
                                  "agent.py")] + list(request["argv"])
         code = agent.main(request["argv"])

@@ -164,7 +164,8 @@ class ForkServer:
             ServerGone: before the run was forked (nothing ran: run it afresh).
         """
         start = time.monotonic()
-        self.send({"argv": list(args), "env": env, "cwd": str(cwd or os.getcwd()),
+        self.send({"argv": list(args), "env": env, "per_run": list(_PER_RUN_ENV),
+                   "cwd": str(cwd or os.getcwd()),
                    "log": str(log.absolute()),
                    "cgroup": str(cgroup_procs) if cgroup_procs else None,
                    "preload": str(preload) if preload and self.preload else None})
