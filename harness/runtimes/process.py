@@ -370,15 +370,19 @@ _NO_PRELOAD: set[tuple[str, ...]] = set()
 _POOL = threading.Lock()
 
 
-def _server(python: str, script: Path, env: dict[str, str]) -> tuple[tuple[str, ...],
-                                                                      ForkServer]:
+def _server(python: str, script: Path, env: dict[str, str]
+            ) -> tuple[tuple[str, ...], ForkServer | None]:
+    """The warm server of `python` and `env`, started where none is; None where
+    MAX_SERVERS serve runs now (a sweep's lanes): the oldest idle one makes way."""
     key = (python, *sorted(f"{k}={v}" for k, v in env.items() if k not in _PER_RUN_ENV))
     with _POOL:
         server = _SERVERS.get(key)
         if server is None or not server.alive():
             if len(_SERVERS) >= MAX_SERVERS:
-                oldest = next(iter(_SERVERS))
-                _SERVERS.pop(oldest).close()
+                idle = next((k for k, s in _SERVERS.items() if not s.lock.locked()), None)
+                if idle is None:
+                    return key, None
+                _SERVERS.pop(idle).close()
             server = ForkServer(subprocess.Popen(
                 [python, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, env=env, start_new_session=True),
@@ -396,7 +400,7 @@ def run_warm(warm: Warm, *, env: dict[str, str], log: Path, deadline_s: float,
         return _run_here(_HERE[-1], warm, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
                          on_start=on_start, poll=poll)
     key, server = _server(warm.python, warm.server, env)
-    if not server.lock.acquire(blocking=False):
+    if server is None or not server.lock.acquire(blocking=False):
         return None
     try:
         return server.run(warm.args, env=env, log=log, deadline_s=deadline_s, cwd=cwd,
@@ -425,6 +429,8 @@ def warm_ahead(warm: Warm, env: dict[str, str], preloads: Sequence[Path],
     each: list[Path | None] = [*preloads] or [None]
     for preload in each:
         key, server = _server(warm.python, warm.server, env)
+        if server is None:
+            return
         with server.lock:
             try:
                 server.ready(preload if server.preload else None, timeout)

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.runtimes import process
+from harness.runtimes.local import AGENT_DIR
 
 SCENARIO = '''
 import os
@@ -67,3 +69,28 @@ def test_a_sweeps_runs_are_forks_with_the_environment_a_wrapper_gives(
     assert os.getpid() not in parents
     for kind in by.values():
         assert len({ppid for _, ppid in kind}) < len(kind), by
+
+
+def test_a_server_serving_a_run_is_never_closed_to_make_way_for_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN as many servers as may be, one of them serving a run (its lock held, as a
+    # sweep's lane holds it while its run goes on)
+    monkeypatch.setattr(process, "_SERVERS", {})
+    monkeypatch.setattr(process, "MAX_SERVERS", 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    server = AGENT_DIR / "forkserver.py"
+    _, busy = process._server(sys.executable, server, {**env, "WHICH": "a"})
+    assert busy is not None
+    try:
+        with busy.lock:
+            # WHEN another environment asks for one, THEN it gets none (it runs afresh)
+            # and the busy one serves on
+            assert process._server(sys.executable, server, {**env, "WHICH": "b"})[1] is None
+            assert busy.alive()
+        # AND once idle, it is the one that makes way
+        _, other = process._server(sys.executable, server, {**env, "WHICH": "b"})
+        assert other is not None and other is not busy
+        busy.proc.wait(10)
+        assert not busy.alive()
+    finally:
+        process.close_servers()
