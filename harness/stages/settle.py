@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import COMPARED_WITH, GOOD, UNAVAILABLE
 from harness.analysis.records import Confirmation, Round, VsBaseline
-from harness.analysis.rules import CONFIRM_ROUNDS
+from harness.analysis.rules import CONFIRM_ROUNDS, reach_s
 from harness.matrixfile.model import Cell, row_baselines
 from harness.protocol.ingest import no_samples
 from harness.protocol.series import Series
@@ -145,6 +145,7 @@ MAX_CALLS = 1000   # the most calls a good cell's round runs (`round_cell`) ...
 # calibrates its loops: a cheap step's median over too short a round misleads.
 ROUND_S = 0.1
 MOST_LEAST = 1_000_000   # ... and at most this many for it (a step of 0.1 us: 0.1 s)
+ROUND_MOST = 10          # ... in no more than this many times a measured run's seconds
 
 
 def least_calls(step_s: float | None) -> int:
@@ -184,9 +185,39 @@ def against_baseline(cfg: AnalysisConfig, res: CellResult, within: CellVerdict,
                           # beside two busy loops an A/A pygments pair ran 1,494-1,727
                           # calls a baseline run, 1,000 a suspect run, and read
                           # `regression` 3 times in 3 (rounds 1.11-1.53x).
-                          max(least_calls(base_series.cols.own_step),
-                              least_calls(res.summary.median_step_s)))
+                          within_reach(max(least_calls(base_series.cols.own_step),
+                                           least_calls(res.summary.median_step_s)),
+                                       within, base_series, series))
     return with_comparison(cfg, res, within, facts)
+
+
+def within_reach(least: int, within: CellVerdict, base: Series, suspect: Series) -> int:
+    """`least` calls, or fewer where a side's round run would take more than `ROUND_MOST`
+    times the longer measured run (`ROUND_S` at least) to make them: the suspect's
+    seconds with the rise of its steps carried on (`rules.reach_s`), the baseline's at
+    its own step. Met where the steps differ more than tenfold, or a step's cost grows
+    with the call (a slowdown within the run): a leak that kept a logging handler per
+    call, measured 3,000 calls in 0.4 s, ran rounds of 17,740 calls (0.1 s of the
+    baseline's step), 11 s each."""
+    ran, took = len(suspect.cols.steps), float(suspect.cols.steps.sum())
+    if least <= 0 or ran <= 0 or took <= 0:
+        return least
+    step = base.cols.own_step or 0.0
+    limit = ROUND_MOST * max(ROUND_S, took, float(base.cols.steps.sum()))
+    # the rise carried on only where the run read a slowdown: a flat step's late-to-early
+    # noise, carried over 80 times its calls, would cut a cheap step's rounds short
+    trend = within.steps if within.steps is not None and within.steps.slowdown else None
+
+    def cost(calls: int) -> float:
+        return max(reach_s(trend, ran, took, calls), calls * step)
+
+    if cost(least) <= limit:
+        return least
+    lo, hi = 1, least       # the most calls within the limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if cost(mid) <= limit else (lo, mid - 1)
+    return lo
 
 
 def against_row(cfg: AnalysisConfig, cell: Cell, measured: Measured, base: Cell | Series,
