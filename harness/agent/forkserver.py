@@ -2,8 +2,9 @@
 interpreter per short cell (`harness.check`, the plugin) costs more than its budget.
 
 Stdin: JSON lines {"argv", "env", "per_run", "cwd", "log", "cgroup", "preload"} (null
-argv: preload, reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends it (a preload's
-thread, "stale" modules). If the host goes, the run's group is killed. Stdlib, Python 3.6+."""
+argv: preload, reply {"ready": true}). Stdout: {"pid"}, {"exit"}; {"refused": why} ends
+it (a preload's thread, "stale" modules). If the host goes, the run's group is killed.
+Stdlib, Python 3.6+."""
 import gc
 import importlib.util
 import json
@@ -23,7 +24,7 @@ WAKEUP = []     # the server's SIGCHLD pipe (read end, write end): no run keeps 
 # In a server made by `fork_here`: the host's allocator settings at its start.
 HERE = []
 # The environment this interpreter started with: what the harness asked, and what a
-# wrapper the interpreter was named by (`#!/bin/sh ... X=1 exec python "$@"`) set on the way.
+# wrapper it was named by (`#!/bin/sh ... X=1 exec python "$@"`) set on the way.
 STARTED_ENV = dict(os.environ)
 
 # The allocator settings a run forked from its host's process takes as its own.
