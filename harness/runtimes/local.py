@@ -95,17 +95,15 @@ _SHIM_ENV: dict[str, dict[str, str]] = {}
 
 
 class LocalRuntime(RuntimeBase):
-    """Runs cells as local subprocesses; `warm`: each forked from a warm interpreter;
-    `forks`: each CPU cell's run not attributed (`_forkable`), as a sweep's are."""
+    """Runs cells as local subprocesses; `warm`: each forked from a warm interpreter."""
 
     name = "local"
     product = "local venvs"
     resolves_days = True    # `as_of:` pins resolved per day (`pins`)
 
-    def __init__(self, cache: Path | None = None, warm: bool = False, forks: bool = True):
+    def __init__(self, cache: Path | None = None, warm: bool = False):
         self.cache = cache or cache_dir()
         self.warm = warm
-        self.forks = forks
         self._building: set[subprocess.Popen[bytes]] = set()
         self._versions = _VERSIONS
 
@@ -328,8 +326,7 @@ class LocalRuntime(RuntimeBase):
                 deadline_s=cell.settings.timeout, cwd=cell.scenario.script.parent,
                 on_start=pid_box.append, poll=poll, warm=process.Warm(
                     argv[0], AGENT_DIR / "forkserver.py", args[1:], cell.scenario.script,
-                    cgroup.path / "cgroup.procs" if cgroup else None)
-                if self.warm or (self.forks and _forkable(request)) else None)
+                    cgroup.path / "cgroup.procs" if cgroup else None) if self.warm else None)
         finally:
             ending = cgroup.ending() if cgroup else None
             if cgroup:
@@ -376,14 +373,6 @@ class LocalRuntime(RuntimeBase):
     def cleanup(self) -> int:
         """Subprocesses die with their group; nothing persists between sweeps."""
         return 0
-
-
-def _forkable(request: RunRequest) -> bool:
-    """Whether a sweep's run is a fork of a warm interpreter of its environment, as
-    `harness.check`'s are (a fresh interpreter's start, ~0.13 CPU-s here, is more than
-    a short run's or a round's steps): not a GPU cell's (a driver set up by a preload
-    does not survive a fork) and not an attributed run's (`harness explain`)."""
-    return not request.cell.gpu.wants_gpu and not request.attribute
 
 
 def _environment(request: RunRequest) -> dict[str, str]:

@@ -342,7 +342,7 @@ def _run(spec_path: Path, progress: Any,
         details["image"] = {"digest": info.digest, "prepare_s": round(info.prepare_s, 3)}
         outcome = rt.run(request, progress)
     else:
-        outcome = LocalRuntime(forks=False).run(request, progress)   # one run a job
+        outcome = LocalRuntime().run(request, progress)
     outcome.details.update(details)
     tmp = outdir / f".{OUTCOME}.tmp"
     tmp.write_text(json.dumps(outcome_to_json(outcome)), encoding="utf-8")

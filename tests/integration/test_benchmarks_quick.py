@@ -55,7 +55,6 @@ QUICK: dict[str, tuple[str, ...]] = {
     "seeds_answer.py": ("docker",),
     "sequential_fpr.py": (),
     "slurm_overhead.py": ("slurm",),
-    "sweep_forks.py": (),
     "time_truth.py": (),
     "time_verdicts.py": (),
     "user_paths.py": (),

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from harness.api import check
+from harness.runtimes import process
+from harness.runtimes.local import AGENT_DIR
 
 STEPS = '''
 import os
@@ -239,3 +241,45 @@ def test_a_server_whose_host_died_kills_its_run_and_exits(
                 out / "run").exists() else []:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_server_serving_a_run_is_never_closed_to_make_way_for_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN as many servers as may be, one of them serving a run (its lock held while
+    # its run goes on)
+    monkeypatch.setattr(process, "_SERVERS", {})
+    monkeypatch.setattr(process, "MAX_SERVERS", 1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    server = AGENT_DIR / "forkserver.py"
+    _, busy = process._server(sys.executable, server, {**env, "WHICH": "a"})
+    assert busy is not None
+    try:
+        with busy.lock:
+            # WHEN another environment asks for one, THEN it gets none (it runs afresh)
+            # and the busy one serves on
+            assert process._server(sys.executable, server, {**env, "WHICH": "b"})[1] is None
+            assert busy.alive()
+        # AND once idle, it is the one that makes way
+        _, other = process._server(sys.executable, server, {**env, "WHICH": "b"})
+        assert other is not None and other is not busy
+        busy.proc.wait(10)
+        assert not busy.alive()
+    finally:
+        process.close_servers()
+
+
+def test_a_fork_has_the_environment_a_wrapper_named_as_python_gives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server is started with its runs' environment, through the interpreter as named:
+    a wrapper (`#!/bin/sh` ... `X=1 exec python "$@"`) sets, changes or unsets variables
+    on the way, and a fresh run would have them so. A fork takes them too; the variables
+    that change from run to run are the run's."""
+    server = process.forkserver(AGENT_DIR / "forkserver.py")
+    started = {"KEPT": "1", "WRAPPED": "yes", "PATH": "/wrapper/bin:/bin",
+               "PYTEST_CURRENT_TEST": "first"}
+    monkeypatch.setattr(server, "STARTED_ENV", started)
+    asked = {"KEPT": "1", "PATH": "/bin", "UNSET_BY_WRAPPER": "x",
+             "PYTEST_CURRENT_TEST": "second"}
+    assert server.wrapped(asked, ["PYTEST_CURRENT_TEST"]) == {
+        "KEPT": "1", "WRAPPED": "yes", "PATH": "/wrapper/bin:/bin",
+        "PYTEST_CURRENT_TEST": "second"}
