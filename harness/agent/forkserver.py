@@ -224,13 +224,10 @@ def child(request, replies):
         os.close(null)
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(request["env"] if HERE else
+                          wrapped(request["env"], request.get("per_run", ())))
         if HERE:
             as_forked(HERE[0])
-        else:
-            env = wrapped(request["env"], request.get("per_run", ()))
-            os.environ.clear()
-            os.environ.update(env)
         sys.argv = [os.path.join(os.path.dirname(os.path.abspath(agent.__file__)),
                                  "agent.py")] + list(request["argv"])
         code = agent.main(request["argv"])
