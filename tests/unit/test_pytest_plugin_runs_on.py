@@ -120,14 +120,21 @@ def test_undecided_leaks_run_on_and_fail_and_a_filling_lru_passes(
                     "test_bounded_lru": "PASSED", "test_clean": "PASSED"}, out
     assert re.search(r"test_bounded_lru: (plateau|ok) ", out), out
     assert re.search(r"test_per_type_cache: leak ", out), out
-    assert "undecided, passed" not in out, out
+    # (a clean test may be left undecided only by a host too busy to read its step times,
+    # and then says so: on CI's machine, at a load of 4.5 a CPU, its CPU time per step
+    # rose 1.12x in a run that waited most of its time, once read as a slowdown)
+    warned = re.findall(r"::(\w+)\n\s+\S+: PytestWarning: harness: undecided, passed: (.*)",
+                        out)
+    busy = [name for name, text in warned
+            if name == "test_clean" and "(rule busy-host)" in text and "busy host" in text]
+    assert out.count("undecided, passed") == len(busy), out
     # AND the runs past the first are said once, apart from the budgets, with the bounds
     line = re.search(r"harness: (\d+) test\(s\) ran on past an undecided first run, "
                      r"(\d+) decided, (\d+) still undecided: ([0-9.]+) s past their first "
                      r"runs \(each within 16x its budget, --harness-overrun; 5 min a "
                      r"session, --harness-allowance\)", out)
     assert line is not None, out
-    assert int(line.group(1)) >= 2 and line.group(3) == "0", line.group(0)
+    assert int(line.group(1)) >= 2 and int(line.group(3)) <= len(busy), line.group(0)
 
 
 def test_no_allowance_runs_nothing_on_and_says_so(pytester: pytest.Pytester) -> None:
