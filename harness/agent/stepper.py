@@ -20,6 +20,9 @@ SAMPLING_SHARE = 0.1
 # The most step times a sample holds. Their block is made and touched once, so the RSS
 # never moves with the calls between two samples; a full block forces a sample.
 STEP_TIMES = 1 << 17
+# An interval whose stepping thread waited for a CPU under this share of it prices the
+# loop's own time a step (`Stepper.shares`).
+QUIET_WAIT = 0.01
 
 
 class ControlCheck(object):
@@ -74,6 +77,7 @@ class Stepper(object):
         self.measuring = False
         self.cpu_last = self.cont_last = None
         self.timer_last = 0.0   # the timer thread's CPU seconds at the last sample
+        self.loop_s = None      # the loop's own seconds a step (`shares`), once priced
         self.clock_s = 0.0      # what the clock's reads add to a step time (clock_cost)
         self.cost = 0.0         # what the last sample cost (its step times' part too)
         self.sampling = 0.0     # what this phase's samples cost
@@ -222,6 +226,29 @@ class Stepper(object):
         now, last = self.contention.queued(), self.cont_last[0] if self.cont_last else None
         return now - last if now is not None and last is not None else 0.0
 
+    def shares(self, wall, stepped, rq, steps):
+        """(The steps' share of the interval's CPU time, the share of its run-queue delay
+        that fell within steps.) The loop's own time between steps is the agent's, not
+        the step's; a wait for a CPU is neither's CPU time. Where the stepping thread's
+        run-queue delay `rq` is read, the CPU share is the steps' share of the time the
+        thread did not wait, and a wait is within steps by as much as the steps' seconds
+        exceed the time not waited less the loop's (its seconds a step from the interval
+        that waited least, under 1 % of it): a busy host's preemption, between steps or
+        within one, moves neither. Without `rq`, both are the steps' share of the wall."""
+        if stepped is None or wall <= 0:
+            return 1.0, 1.0
+        if rq is None or rq < 0:
+            share = min(1.0, stepped / wall)
+            return share, share
+        if steps and rq <= QUIET_WAIT * wall:
+            per = max(0.0, wall - stepped) / steps
+            self.loop_s = per if self.loop_s is None else min(self.loop_s, per)
+        loop = (self.loop_s or 0.0) * steps
+        within = min(rq, max(0.0, stepped - (wall - rq) + loop))
+        ran = wall - rq
+        share = min(1.0, max(0.0, stepped - within) / ran) if ran > 0 else 1.0
+        return share, (within / rq if rq > 0 else share)
+
     def sample(self, dts, done, last=False, stepped=None):
         """Write one step sample: `dts` the step times since the last, `done` steps done,
         `last` the phase's last (it settles the heap), `stepped` the steps' own seconds.
@@ -242,18 +269,18 @@ class Stepper(object):
         wall = t - self.ended
         if stepped is not None:     # the steps' own seconds: less the clock's reads
             stepped = max(0.0, stepped - len(dts) * self.clock_s)
-        share = min(1.0, stepped / wall) if stepped is not None and wall > 0 else 1.0
+        share, within = self.shares(wall, stepped, extra.get("rq_s"), len(dts))
         cpu = max(0.0, cpu_now - self.cpu_last - (timer_now - self.timer_last)) * share
         if "on_s" in extra:
             extra["on_s"] = round(extra["on_s"] * share, 9)
         delay = queued(wall, extra.get("rq_s") or 0.0, rq_all, run_all)
         self.lost += delay
         extra["cell_s"] = round(t - self.started - self.lost, 6)
-        # Run-queue delay and throttled time at the steps' share (the host subtracts them
+        # Run-queue delay and throttled time within the steps (the host subtracts them
         # from step times); the budget's clock above takes the whole interval's.
         for key in ("rq_s", "thr_s"):
             if key in extra:
-                extra[key] = round(extra[key] * share, 9)
+                extra[key] = round(extra[key] * within, 9)
         self.sampler.snapshot("step", dts, cpu=cpu, extra=extra, settle=last)
         if self.measuring and self.att is not None:
             self.att.at_sample(done)

@@ -35,3 +35,9 @@ def writer() -> Iterator[ModuleType]:
 def readers() -> Iterator[ModuleType]:
     """The agent's readers module (and the fields module it imports)."""
     yield from _agent_module("readers", "fields")
+
+
+@pytest.fixture()
+def stepper() -> Iterator[ModuleType]:
+    """The agent's stepper module (and the readers and fields modules it imports)."""
+    yield from _agent_module("stepper", "readers", "fields")
