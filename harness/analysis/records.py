@@ -205,8 +205,6 @@ class Explained(Record):
             no sum, as a throttled thread's run-queue delay holds its throttled time.
         slower_cpu_s: step time a slower CPU accounts for (a busy sibling or lower clock).
         cpu_speed: late CPU speed over early (canary loop), None if not recorded.
-        waited: the whole run's run-queue delay (or throttling) over its step time
-            (`stepreading.busy_share`), None if not recorded.
     """
 
     early_s: float
@@ -216,7 +214,6 @@ class Explained(Record):
     share: float
     slower_cpu_s: float = 0.0
     cpu_speed: float | None = None
-    waited: float | None = None
 
     @property
     def cause(self) -> str:

@@ -456,13 +456,10 @@ RULES: tuple[Rule[Evidence], ...] = (
          "or a cache still filling; the cell runs again 4x longer (a budgeted run that made "
          "fewer than `short_calls` calls, until it makes them at least)",
          ("fill_share", "fill_bytes"), filling_carrier, memory=True),
-    Rule(BUSY_HOST, "ambiguous", "late steps are slower, but the host's load explains it "
-         "(the load's rules): the run waited for a CPU `busy_share` of its step time with "
-         "CPU time per step rising less than `busy_min_ratio`, or the rise in run-queue "
-         "delay or throttling per step accounts for `contention_share` of it and CPU time "
-         "per step did not rise by half of it; the cell runs again",
-         ("busy_share", "busy_min_ratio", "contention_share"),
-         lambda ev: "steps" if ev.facts.busy else None),
+    Rule(BUSY_HOST, "ambiguous", "late steps are slower, but the rise in run-queue delay "
+         "or throttling per step accounts for `contention_share` of it and CPU time per "
+         "step did not rise by half of it: the host was busy; the cell runs again",
+         ("contention_share",), lambda ev: "steps" if ev.facts.busy else None),
     Rule("insufficient", "ambiguous", "the first of heap, USS, RSS read, or the USS of the "
          "worker processes the scenario started, has fewer than `min_samples` readings "
          "(5 for the GPU and the framework allocator)",
@@ -991,8 +988,6 @@ class LoadEvidence:
         share, extra_s: the share of the extra step time (late less early median) that run-queue
             delay or throttling accounts for, and that time.
         cpu_rise_s, cpu_ratio: CPU time per step's rise, and its late/early ratio.
-        waited: the run's run-queue delay (or throttling) over its step time
-            (`stepreading.busy_share`).
     """
 
     cfg: AnalysisConfig
@@ -1000,10 +995,13 @@ class LoadEvidence:
     extra_s: float = 0.0
     cpu_rise_s: float | None = None
     cpu_ratio: float | None = None
-    waited: float | None = None
 
 
 LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
+    Rule("load-more-work", STANDS, "CPU time per step rose by half the extra step time "
+         "or more: the step did more work, whatever the load", (),
+         lambda ev: "cpu" if ev.cpu_rise_s is not None and
+         ev.cpu_rise_s >= ev.extra_s / 2 else None),
     Rule("load-cpu-slower", STANDS, "CPU time per step, which holds no waiting, is itself "
          "a slowdown past `busy_min_ratio`: load stretches a step's CPU time by tens of "
          "percent on a shared core, never by a factor, while the time it waits in the "
@@ -1011,17 +1009,6 @@ LOAD_RULES: tuple[Rule[LoadEvidence], ...] = (
          "waits 6x longer too)", ("busy_min_ratio",),
          lambda ev: "cpu" if ev.cpu_ratio is not None and
          ev.cpu_ratio >= ev.cfg.busy_min_ratio else None),
-    Rule("load-busy-run", VOIDED, "the run waited for a CPU `busy_share` of its step time "
-         "or more, and CPU time per step is no slowdown past `busy_min_ratio`: on a host "
-         "that busy the load itself stretches CPU time per step by tens of percent as it "
-         "rises within a run, as between runs (a round's rule `round-busy`)",
-         ("busy_share", "busy_min_ratio"),
-         lambda ev: "run" if ev.waited is not None and
-         ev.waited >= ev.cfg.busy_share else None),
-    Rule("load-more-work", STANDS, "CPU time per step rose by half the extra step time "
-         "or more: the step did more work", (),
-         lambda ev: "cpu" if ev.cpu_rise_s is not None and
-         ev.cpu_rise_s >= ev.extra_s / 2 else None),
     Rule("load-busy", VOIDED, "the rise in run-queue delay or throttling per step "
          "accounts for `contention_share` of the extra step time: the host was busy "
          "(the verdict's rule `busy-host`)", ("contention_share",),

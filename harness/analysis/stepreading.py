@@ -110,8 +110,7 @@ def explain(series: Series, window: float, extra_s: float,
             slower_cpu = max(0.0, float(np.median(cpu[early])) * (l_ref / e_ref - 1.0))
     rise = max(l_rq - e_rq, l_thr - e_thr, slower_cpu)
     share = rise / extra_s if extra_s > 0 else 0.0
-    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share, slower_cpu, speed,
-                     busy_share(series))
+    return Explained(e_rq, l_rq, l_thr - e_thr, extra_s, share, slower_cpu, speed)
 
 
 def busy_share(series: Series) -> float | None:
@@ -312,17 +311,6 @@ class StepReading:
     notes: tuple[Finding, ...] = ()
 
 
-def voided_words(rule_id: str, busy: Explained, cpu: StepTrend | None) -> str:
-    """Why the host's load voids a slowdown, by the load's rule that voided it."""
-    if rule_id == "load-busy-run":
-        rose = f"rose {cpu.ratio:.2f}x" if cpu is not None and not cpu.insufficient \
-            else "was not recorded"
-        return (f"busy host: the run waited for a CPU {busy.waited or 0.0:.0%} of its step "
-                f"time, and CPU time per step {rose}, which that load makes")
-    return (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} us/step, "
-            f"{busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step slowdown")
-
-
 FloatArray = npt.NDArray[np.float64]
 RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the run's pace
 
@@ -339,16 +327,17 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     extra = steps.late_median_s - steps.early_median_s
     gpu = gpu_time(series, cfg.step_window, extra)
     busy = explain(series, cfg.step_window, extra, count_speed=not at_speed)
-    # Contention voids a slowdown where the step did no more work than load makes
-    # (`LOAD_RULES`).
+    # Contention voids a slowdown only where the step did no more work (`LOAD_RULES`).
     cpu_rise = cpu.late_median_s - cpu.early_median_s \
         if cpu is not None and not cpu.insufficient else None
     cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
     load, _ = first_of(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
-                                     cpu_rise, cpu_ratio,
-                                     busy.waited if busy is not None else None), LOAD_RULES)
-    voided = voided_words(load.id, busy, cpu) if busy is not None and \
-        load.says == VOIDED else ""
+                                     cpu_rise, cpu_ratio), LOAD_RULES)
+    voided = ""
+    if busy is not None and load.says == VOIDED:
+        voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "
+                  f"us/step, {busy.share:.0%} of the {busy.extra_s * 1e6:.0f} us/step "
+                  "slowdown")
     calls, pace = 2 * series.cols.calls, series.cols.pace
     rising = calls if (first and not voided and pace is not None
                        and calls * pace <= RISE_MAX_S) else 0

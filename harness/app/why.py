@@ -122,8 +122,8 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
         rise = cpu.late_median_s - cpu.early_median_s \
             if cpu is not None and not cpu.insufficient else None
         ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
-        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise, ratio,
-                                        busy.waited), table("load"))
+        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise, ratio),
+                           table("load"))
         out.append(f"the slowdown beside the host's load: {said(load.id, 'load')}")
     vs = res.vs_baseline
     if vs is None:
