@@ -229,22 +229,23 @@ class Stepper(object):
     def shares(self, wall, stepped, rq, steps):
         """(The steps' share of the interval's CPU time, the share of its run-queue delay
         that fell within steps.) The loop's own time between steps is the agent's, not
-        the step's; a wait for a CPU is neither's CPU time. Where the stepping thread's
-        run-queue delay `rq` is read, the CPU share is the steps' share of the time the
-        thread did not wait, and a wait is within steps by as much as the steps' seconds
-        exceed the time not waited less the loop's (its seconds a step from the interval
-        that waited least, under 1 % of it): a busy host's preemption, between steps or
-        within one, moves neither. Without `rq`, both are the steps' share of the wall."""
+        the step's; a wait for a CPU is neither's CPU time. Once the loop's own seconds a
+        step are priced (`loop_s`: the least of the intervals whose stepping thread waited
+        under QUIET_WAIT of them), and where that thread's run-queue delay `rq` is read,
+        the CPU share is the steps' share of the time the thread did not wait, and a wait
+        is within steps by as much as the steps' seconds exceed that time less the
+        loop's: a busy host's preemption, between steps or within one, moves neither.
+        Else both are the steps' share of the wall clock (a wait between steps then cuts
+        the interval's CPU time per step)."""
         if stepped is None or wall <= 0:
             return 1.0, 1.0
-        if rq is None or rq < 0:
-            share = min(1.0, stepped / wall)
-            return share, share
-        if steps and rq <= QUIET_WAIT * wall:
+        if rq is not None and rq >= 0 and steps and rq <= QUIET_WAIT * wall:
             per = max(0.0, wall - stepped) / steps
             self.loop_s = per if self.loop_s is None else min(self.loop_s, per)
-        loop = (self.loop_s or 0.0) * steps
-        within = min(rq, max(0.0, stepped - (wall - rq) + loop))
+        if rq is None or rq < 0 or self.loop_s is None:
+            share = min(1.0, stepped / wall)
+            return share, share
+        within = min(rq, max(0.0, stepped - (wall - rq) + self.loop_s * steps))
         ran = wall - rq
         share = min(1.0, max(0.0, stepped - within) / ran) if ran > 0 else 1.0
         return share, (within / rq if rq > 0 else share)
