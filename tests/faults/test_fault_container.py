@@ -107,11 +107,16 @@ def test_container_hang_in_c_call_is_killed_at_deadline(tmp_path: Path, engine: 
     cell = _one(tmp_path, f"{{script: {scenario('c_hang.py')}, timeout: 3s}}", engine,
                 expect=2)
     assert cell["verdict"] == "timeout", cell["reason"]
-    # killed at its deadline: not before it, and far from a hang (the call never returns:
-    # unkilled, the sweep runs to its 10-minute timeout). The engine's start and kill
-    # stretch with load (a busy CI: 10.2 s for the 3 s deadline; past a minute here at a
-    # load of ~15, a session's benchmarks beside the suite), never to half that timeout.
-    assert cell["outcome"]["timed_out"] and 3 <= cell["outcome"]["duration_s"] < 300
+    # ended at its deadline: by the host's kill, or by the agent itself at 0.9 of it,
+    # which ends a stuck call to say where it waits (writer.DEADLINE_SHARE, counted from
+    # its own start: where the container starts fast, it may come first; CI on 93f0b70
+    # failed on podman where only the host's kill was allowed); not before that, and far
+    # from a hang (the call never returns: unended, the sweep runs to its 10-minute
+    # timeout). The engine's start and kill stretch with load (a busy CI: 10.2 s for the
+    # 3 s deadline), never to half that timeout.
+    out = cell["outcome"]
+    assert out["timed_out"] or out["exit_code"] == 1, out
+    assert 0.9 * 3 <= out["duration_s"] < 300, out
     assert time.monotonic() - t0 < 400
 
 
