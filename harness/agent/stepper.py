@@ -239,10 +239,11 @@ class Stepper(object):
         the interval's CPU time per step)."""
         if stepped is None or wall <= 0:
             return 1.0, 1.0
-        if rq is not None and rq >= 0 and steps and rq <= QUIET_WAIT * wall:
+        read = rq is not None and rq >= 0
+        if read and steps and rq <= QUIET_WAIT * wall:
             per = max(0.0, wall - stepped) / steps
             self.loop_s = per if self.loop_s is None else min(self.loop_s, per)
-        if rq is None or rq < 0 or self.loop_s is None:
+        if not read or self.loop_s is None:
             share = min(1.0, stepped / wall)
             return share, share
         within = min(rq, max(0.0, stepped - (wall - rq) + self.loop_s * steps))

@@ -25,6 +25,7 @@ from harness.analysis.rules import (
     STEP_RULES,
     VOIDED,
     LoadEvidence,
+    Rule,
     StepEvidence,
     first_of,
 )
@@ -315,6 +316,16 @@ FloatArray = npt.NDArray[np.float64]
 RISE_MAX_S = 30.0       # the longest run that looks at a slowdown again, at the run's pace
 
 
+def load_rule(cfg: AnalysisConfig, share: float | None, extra_s: float,
+              cpu: StepTrend | None) -> Rule[LoadEvidence]:
+    """The first of `LOAD_RULES` for a slowdown of `extra_s` s a step: the share of it the
+    contention explains, and CPU time per step's rise and (where a slowdown) ratio."""
+    rise = cpu.late_median_s - cpu.early_median_s \
+        if cpu is not None and not cpu.insufficient else None
+    ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
+    return first_of(LoadEvidence(cfg, share, extra_s, rise, ratio), LOAD_RULES)[0]
+
+
 def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> StepReading:
     """The step-time reading of one run. `first`: the cell's first attempt, whose slowdown
     asks for a run twice as long (`StepReading.rising`) where it fits `RISE_MAX_S`: a
@@ -328,11 +339,7 @@ def read_steps(series: Series, cfg: AnalysisConfig, first: bool = False) -> Step
     gpu = gpu_time(series, cfg.step_window, extra)
     busy = explain(series, cfg.step_window, extra, count_speed=not at_speed)
     # Contention voids a slowdown only where the step did no more work (`LOAD_RULES`).
-    cpu_rise = cpu.late_median_s - cpu.early_median_s \
-        if cpu is not None and not cpu.insufficient else None
-    cpu_ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
-    load, _ = first_of(LoadEvidence(cfg, busy.share if busy is not None else None, extra,
-                                     cpu_rise, cpu_ratio), LOAD_RULES)
+    load = load_rule(cfg, busy.share if busy is not None else None, extra, cpu)
     voided = ""
     if busy is not None and load.says == VOIDED:
         voided = (f"busy host: {busy.cause} rose {busy.share * busy.extra_s * 1e6:.0f} "

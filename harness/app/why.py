@@ -10,7 +10,6 @@ from harness.analysis.decision import CellFacts, decide
 from harness.analysis.facts import Facts
 from harness.analysis.rules import (
     Evidence,
-    LoadEvidence,
     PeakVerdictEvidence,
     SettledEvidence,
     UnsettledEvidence,
@@ -21,6 +20,7 @@ from harness.analysis.rules import (
 )
 from harness.analysis.rules import said as rule_says
 from harness.analysis.rules import why as rules_why
+from harness.analysis.stepreading import load_rule
 from harness.errors import InputError
 from harness.matrixfile.load import analysis_of
 from harness.report import Report
@@ -119,11 +119,7 @@ def steps_said(res: CellResult, cfg: AnalysisConfig) -> list[str]:
     if steps is not None and steps.rule:
         out.append(f"step times: {said(steps.rule, 'steps')}")
     if steps is not None and steps.slowdown and busy is not None:
-        rise = cpu.late_median_s - cpu.early_median_s \
-            if cpu is not None and not cpu.insufficient else None
-        ratio = cpu.ratio if cpu is not None and cpu.slowdown else None
-        load, _ = first_of(LoadEvidence(cfg, busy.share, busy.extra_s, rise, ratio),
-                           table("load"))
+        load = load_rule(cfg, busy.share, busy.extra_s, cpu)
         out.append(f"the slowdown beside the host's load: {said(load.id, 'load')}")
     vs = res.vs_baseline
     if vs is None:

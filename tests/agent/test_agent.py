@@ -72,16 +72,14 @@ def scenario(tmp_path: Path, text: str, name: str = "scenario.py") -> Path:
 
 def run_agent(python: str, script: Path, tmp_path: Path, *extra: str, iterations: int = 40,
               warmup: int = 10, every: int = 10, params: dict[str, Any] | None = None,
-              env: dict[str, str] | None = None, timeout: float = 60,
-              cpus: set[int] | None = None
-              ) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+              env: dict[str, str] | None = None,
+              timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
     out = tmp_path / "samples.jsonl"
     args = [python, str(AGENT), "--scenario", str(script), "--iterations", str(iterations),
             "--warmup", str(warmup), "--sample-every", str(every), "--out", str(out),
             "--no-gpu", "--params", json.dumps(params or {}), *extra]
     proc = subprocess.run(args, capture_output=True, text=True,
-                          timeout=timeout, cwd=tmp_path, env={**os.environ, **(env or {})},
-                          preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+                          timeout=timeout, cwd=tmp_path, env={**os.environ, **(env or {})})
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return proc, records
 
