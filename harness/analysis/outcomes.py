@@ -208,11 +208,15 @@ def host_stretched(series: Series) -> tuple[float, float] | None:
     `host_took` leaves the readings out of the own time with the host's delay, and a
     leak's readings (a collection over every object it kept, before each heap reading)
     can take as long as its calls on a quiet host: the check's own cost, not the
-    host's. From the end record's `phases.measure`, `cell_s` and `sampling_s`;
-    `host_took` where the run wrote none."""
+    host's. From the end record's `phases.measure`, `cell_s` and the readings' own time
+    (`sampling_own_s` and `times_s`: their wall time `sampling_s` less the waits for a
+    CPU within them, which are the host's, a CPU quota's throttling among them; the wall
+    time where a run wrote no own time); `host_took` where the run wrote none."""
     end = series.end or {}
+    own, times = end.get("sampling_own_s"), end.get("times_s")
     wall, cell, sampling = ((end.get("phases") or {}).get("measure"), end.get("cell_s"),
-                            end.get("sampling_s"))
+                            own + times if isinstance(own, int | float)
+                            and isinstance(times, int | float) else end.get("sampling_s"))
     if not (isinstance(wall, int | float) and isinstance(cell, int | float)
             and isinstance(sampling, int | float)) or wall <= 0:
         return host_took(series)
