@@ -7,15 +7,20 @@ import importlib.metadata
 import pytest
 
 
-def plugin_args() -> list[str]:
+def plugin_args(*named: str) -> list[str]:
     """Where the package is installed with its entry point (`pip install -e .`, as CI
-    does), pytest loads the plugin itself; else it is named."""
+    does), pytest loads the plugin itself; else it is named. The other installed plugins
+    (hypothesis, xdist, ...) are left out unless `named` (`-p NAME` arguments) names them:
+    a user who installed harness need not have them, and they cost an inner session
+    about 0.2 CPU-s to import, of some 150 sessions the suite starts."""
     names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
-    return [] if "harness" in names else ["-p", "harness.pytest_plugin"]
+    wanted = {named[i + 1] for i in range(len(named) - 1) if named[i] == "-p"}
+    others = [a for name in sorted(names - {"harness"} - wanted) for a in ("-p", f"no:{name}")]
+    return others + ([] if "harness" in names else ["-p", "harness.pytest_plugin"])
 
 
 def run_plugin(pytester: pytest.Pytester, *args: str, timeout: float = 180
                ) -> pytest.RunResult:
     """pytest in a subprocess of pytester's folder, the plugin loaded, no cache."""
-    return pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", *args,
-                                         timeout=timeout)
+    return pytester.runpytest_subprocess(*plugin_args(*args), "-p", "no:cacheprovider",
+                                         *args, timeout=timeout)
