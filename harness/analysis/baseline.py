@@ -13,7 +13,7 @@ from typing import NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.ranktests import mannwhitneyu_p
+from harness.analysis.ranktests import mannwhitneyu_p, t_ppf
 from harness.analysis.records import (
     Baseline,
     Confirmation,
@@ -255,11 +255,7 @@ def decide_rounds(rounds: list[Round], suspected: Direction,
     logs = np.log([r.ratio for r in usable])
     mean = float(logs.mean())
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    # lazy: SciPy only when rounds run (tests/unit/test_startup.py); special alone, not the
-    # slower scipy.stats, whose t.ppf is this same stdtrit.
-    from scipy import special
-
-    t = float(special.stdtrit(len(logs) - 1, 0.5 + cfg.round_confidence / 2))
+    t = t_ppf(0.5 + cfg.round_confidence / 2, len(logs) - 1)
     lo, hi = math.exp(mean - t * sem), math.exp(mean + t * sem)
     ratio = math.exp(mean)
     diff = abs(float(np.median([r.other_s - r.base_s for r in usable])))

@@ -13,6 +13,7 @@ from harness.analysis.ranktests import (
     kendall_increasing_p,
     mannwhitneyu_p,
     norm_ppf,
+    t_ppf,
 )
 
 
@@ -78,3 +79,13 @@ def test_kendall_increasing_matches_scipy(n: int, scipy: ModuleType) -> None:
 def test_norm_ppf_matches_ndtri(scipy: ModuleType) -> None:
     for p in (0.5, 0.9, 0.975, 0.995, 0.9999):
         assert norm_ppf(p) == pytest.approx(float(scipy.special.ndtri(p)), rel=1e-12)
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 10, 29, 60])
+def test_t_quantile_is_scipys(df: int, scipy: ModuleType) -> None:
+    """Rounds' confidence interval: Student's t quantile, as scipy.special.stdtrit gives."""
+    for p in (0.6, 0.75, 0.9, 0.95, 0.975, 0.99, 0.9995, 0.025, 0.3):
+        assert t_ppf(p, df) == pytest.approx(float(scipy.special.stdtrit(df, p)), rel=1e-9)
+    assert t_ppf(0.5, df) == 0.0
+    with pytest.raises(ValueError):
+        t_ppf(1.0, df)
