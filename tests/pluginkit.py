@@ -14,9 +14,15 @@ def plugin_args(*named: str) -> list[str]:
     a user who installed harness need not have them, and they cost an inner session
     about 0.2 CPU-s to import, of some 150 sessions the suite starts."""
     names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
+    return others_off(*named) + ([] if "harness" in names else ["-p", "harness.pytest_plugin"])
+
+
+def others_off(*named: str) -> list[str]:
+    """`-p no:NAME` for each installed pytest plugin but harness's and those `named`
+    (`-p NAME` arguments) names."""
+    names = {e.name for e in importlib.metadata.entry_points(group="pytest11")}
     wanted = {named[i + 1] for i in range(len(named) - 1) if named[i] == "-p"}
-    others = [a for name in sorted(names - {"harness"} - wanted) for a in ("-p", f"no:{name}")]
-    return others + ([] if "harness" in names else ["-p", "harness.pytest_plugin"])
+    return [a for name in sorted(names - {"harness"} - wanted) for a in ("-p", f"no:{name}")]
 
 
 def run_plugin(pytester: pytest.Pytester, *args: str, timeout: float = 180

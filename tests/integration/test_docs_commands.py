@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from pluginkit import others_off
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -158,10 +159,7 @@ def _others_pytest_plugins() -> str:
     `python3 -m pytest ...` (docs/pytest.md) loads harness's plugin through its entry
     point, as a user's does, without the suite's own (hypothesis alone imports in ~0.5
     CPU-s a run), which a user who installed harness need not have."""
-    from importlib.metadata import entry_points
-
-    names = sorted({ep.name for ep in entry_points(group="pytest11")} - {"harness"})
-    return " ".join(f"-p no:{name}" for name in names)
+    return " ".join(others_off())
 
 
 # The files whose commands take about a minute in CI (seconds, quiet), so they start
