@@ -316,13 +316,15 @@ def run_until_control(python: str, tmp_path: Path, every: int = 10,
 def test_control_file_stops_early(python: str, tmp_path: Path) -> None:
     # GIVEN a scenario that creates the control file at its 25th step
     proc, records = run_until_control(python, tmp_path)
-    # THEN the measured loop stops at the next sample point
+    # THEN the measured loop stops by the next sample point (sooner when the file's
+    # 20 ms timer falls due first, as it does on a busy host), every step it ran sampled
     assert proc.returncode == 0, proc.stderr
     end = records[-1]
     assert end["status"] == "ok"
     assert end["stopped_early"] is True
-    assert end["iterations"] == 30 < 1000
-    assert sum(len(times(s)) for s in step_samples(records, "measure")) == 30
+    assert 25 <= end["iterations"] <= 30 < 1000
+    measured = sum(len(times(s)) for s in step_samples(records, "measure"))
+    assert measured == end["iterations"]
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
