@@ -99,17 +99,7 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
     """
     if engine is None:
         engine = get_runtime("docker")      # docker-py loads here, paramiko hidden
-    order = _order(recipes, names)
-    todo: list[tuple[Recipe, str]] = []
-    for i, name in enumerate(order, 1):
-        r = recipes[name]
-        digest = r.digest(recipes)
-        labels = engine.image_labels(r.tag)
-        if not force and labels is not None and labels.get(RECIPE_LABEL) == digest:
-            progress(f"[{i}/{len(order)}] {r.tag}: up to date")
-            continue
-        progress(f"[{i}/{len(order)}] {r.tag}: building")
-        todo.append((r, digest))
+    todo = out_of_date(recipes, names, engine, progress, force)
     running: process.Running = set()
 
     def said_by(r: Recipe) -> Progress:
@@ -140,6 +130,37 @@ def build(recipes: dict[str, Recipe], names: list[str], progress: Progress,
         contexts.shutdown(wait=True, cancel_futures=True)
         images.shutdown(wait=True, cancel_futures=True)
     return [r.tag for r, _ in todo]
+
+
+def out_of_date(recipes: dict[str, Recipe], names: list[str], engine: Any,
+                progress: Progress, force: bool = False,
+                doing: str = "building") -> list[tuple[Recipe, str]]:
+    """The named recipes and their bases (in build order) whose image on `engine` is
+    missing or was built from another recipe, each with its recipe's digest (all of them
+    with `force`); each is said up to date or `doing`."""
+    order = _order(recipes, names)
+    todo: list[tuple[Recipe, str]] = []
+    for i, name in enumerate(order, 1):
+        r = recipes[name]
+        digest = r.digest(recipes)
+        if not force and _up_to_date(r, digest, engine):
+            progress(f"[{i}/{len(order)}] {r.tag}: up to date")
+            continue
+        progress(f"[{i}/{len(order)}] {r.tag}: {doing}")
+        todo.append((r, digest))
+    return todo
+
+
+def _up_to_date(r: Recipe, digest: str, engine: Any) -> bool:
+    """Whether `r`'s image is there, built from this recipe: by its label, or for a
+    shell recipe by the script's own check (it hashes what it reads; RECIPE_CHECK=1
+    makes it exit 0 for up to date, 1 for not, building nothing)."""
+    if r.script is None:
+        labels = engine.image_labels(r.tag)
+        return labels is not None and labels.get(RECIPE_LABEL) == digest
+    rc, _ = process.check_output(["bash", str(r.script), r.tag], timeout=60,
+                                 env={**os.environ, "RECIPE_CHECK": "1"})
+    return rc == 0
 
 
 def _order(recipes: dict[str, Recipe], names: list[str]) -> list[str]:

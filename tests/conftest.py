@@ -169,7 +169,12 @@ def heaviest_first(items: list[Any]) -> list[Any]:
     where the cluster is said set up apart from the images (`SLURM_READY`), the Slurm
     group comes first, its tests on the cluster alone before the rest: one after another
     on one worker they take minutes, and they wait for the cluster only. A unit on an
-    engine handed out before CI has set it up waits in its setup (`wait_for_engines`)."""
+    engine handed out before CI has set it up waits in its setup (`wait_for_engines`),
+    holding its worker: where CI says its images are still to build (`IMAGES_PENDING`,
+    minutes on a just-booted machine) every unit that runs here alone comes first, so no
+    worker waits while one is left (in turns, each worker soon held one unit that waited:
+    on a just-booted 2-core machine under 10 workers, 3 % of the tests had run when the
+    images were built at 669 s, and the run took 1,349 s)."""
     units: dict[str, int] = {}
     engine: set[str] = set()
     cluster: set[str] = set()
@@ -184,8 +189,9 @@ def heaviest_first(items: list[Any]) -> list[Any]:
     place = {u: k for k, u in enumerate(u for u in ranked if u in cluster)}
     lanes = [[u for u in ranked if u in engine - cluster], [u for u in ranked if u not in engine]]
     taken = [0, 0]
+    here_first = bool(os.environ.get(IMAGES_PENDING))
     while lanes[0] or lanes[1]:
-        lane = (0 if not lanes[1] else 1 if not lanes[0] else
+        lane = (0 if not lanes[1] else 1 if not lanes[0] or here_first else
                 min((0, 1), key=lambda k: (taken[k], -units[lanes[k][0]])))
         unit = lanes[lane].pop(0)
         taken[lane] += units[unit]
@@ -256,6 +262,7 @@ def xdist_group_of(item: pytest.Item) -> str | None:
 # that needs them waits for its file in its setup, while the workers' other tests run.
 ENGINES_READY = "HARNESS_CI_ENGINES_READY"
 SLURM_READY = "HARNESS_CI_SLURM_READY"     # the same, written once the cluster alone is up
+IMAGES_PENDING = "HARNESS_CI_IMAGES_PENDING"   # "1": the images are to build (minutes)
 ENGINES_WAIT_S = 3600.0
 
 

@@ -13,6 +13,8 @@ if docker image inspect "$TAG" --format '{{index .Config.Labels "harness.recipe"
     echo "base: $TAG is up to date (recipe $RECIPE_HASH)"
     exit 0
 fi
+# RECIPE_CHECK=1 (`harness images build --check`): say so, build nothing.
+if [ "${RECIPE_CHECK:-}" = 1 ]; then echo "base: $TAG is out of date"; exit 1; fi
 MIRROR="${MIRROR:-$(python3 "$(dirname "$0")/mirror.py" "$SUITE")}"
 if [ -z "$MIRROR" ]; then
     echo "base: no apt mirror found in /etc/apt/sources*; set MIRROR" >&2

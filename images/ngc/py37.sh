@@ -23,6 +23,8 @@ if docker image inspect "$TAG" --format '{{index .Config.Labels "harness.recipe"
     echo "py37: $TAG is up to date (recipe $RECIPE_HASH)"
     exit 0
 fi
+# RECIPE_CHECK=1 (`harness images build --check`): say so, build nothing.
+if [ "${RECIPE_CHECK:-}" = 1 ]; then echo "py37: $TAG is out of date"; exit 1; fi
 if [ ! -f "$PY37/lib/python3.7/config-3.7m-x86_64-linux-gnu/libpython3.7m.a" ]; then
     echo "py37: no pyenv Python 3.7 build at $PY37 (need its libpython3.7m.a); set PY37" >&2
     exit 3

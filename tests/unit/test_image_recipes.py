@@ -66,6 +66,7 @@ class Tools:
         self.on_script = on_script
         self.pip_started = threading.Event()
         self.scripts: list[str] = []
+        self.checked: list[str] = []
         self.pips: list[str] = []
 
     def stream_lines(self, argv: Sequence[str], *, on_line: Callable[[str], None],
@@ -80,8 +81,13 @@ class Tools:
         self.pip_started.set()
         return 0
 
-    def check_output(self, argv: Sequence[str], **_: Any) -> str:
-        return ""
+    def check_output(self, argv: Sequence[str], *, env: dict[str, str] | None = None,
+                     **_: Any) -> tuple[int, str]:
+        if argv[0] == "bash":       # a shell recipe asked whether its image is up to date
+            assert env is not None and env.get("RECIPE_CHECK") == "1"
+            self.checked.append(Path(argv[1]).name)
+            return (0 if argv[2] in self.engine.labels else 1), ""
+        return 0, ""
 
 
 @pytest.fixture
@@ -134,6 +140,23 @@ def test_up_to_date_images_are_skipped(recipes: dict[str, devtools.Recipe],
     assert tools.scripts == [] and tools.pips == ["onnx"]
     assert engine.built == [("t/libs:1", "t/base:1")]
     assert "[3/3] t/tf:1: up to date" in lines
+    assert tools.checked == ["base.sh"]      # asked of the shell recipe itself
+
+
+def test_check_names_what_is_out_of_date_and_builds_nothing(
+        recipes: dict[str, devtools.Recipe], monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the base built, py37 not (its script says), tf built from another recipe
+    label = devtools.RECIPE_LABEL
+    engine = Engine({"t/base:1": {}, "t/tf:1": {label: "another"},
+                     "t/libs:1": {label: recipes["libs"].digest(recipes)}})
+    tools = Tools(engine, lambda name: 0)
+    use(monkeypatch, tools)
+    lines: list[str] = []
+    todo = devtools.out_of_date(recipes, [], engine, lines.append, doing="out of date")
+    # THEN the images to build are named in build order, and nothing ran or was built
+    assert [r.tag for r, _ in todo] == ["t/tf:1", "t/py37:1", "t/ngc:1"]
+    assert "[1/5] t/base:1: up to date" in lines and "[2/5] t/tf:1: out of date" in lines
+    assert tools.scripts == [] and tools.pips == [] and engine.built == []
 
 
 def test_a_failed_base_fails_the_build_and_builds_nothing_on_it(

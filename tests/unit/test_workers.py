@@ -16,6 +16,7 @@ HERE = "tests/unit/test_workers.py"
 def _not_in_ci_setup(monkeypatch: pytest.MonkeyPatch) -> None:
     """The order outside CI's setup: CI names its ready file while the suite runs."""
     monkeypatch.delenv("HARNESS_CI_ENGINES_READY", raising=False)
+    monkeypatch.delenv("HARNESS_CI_IMAGES_PENDING", raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +131,24 @@ def test_in_ci_the_slurm_group_starts_first_its_cluster_only_tests_before_the_re
     monkeypatch.delenv("HARNESS_CI_SLURM_READY")
     order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
     assert order == ["e1", "h1", "h2", "e2", "plain", "s_docker", "s_alone"]
+
+
+def test_while_ci_builds_the_images_every_unit_that_runs_here_comes_first(
+        root_conftest: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN the tests in two lanes and the Slurm group, while CI sets the engines up and
+    # says its images are still to build (minutes: a unit on an engine would hold its
+    # worker waiting for them)
+    monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
+    monkeypatch.setenv("HARNESS_CI_SLURM_READY", "slurm-ready")
+    monkeypatch.setenv("HARNESS_CI_IMAGES_PENDING", "1")
+    grouped = pytest.mark.xdist_group("slurm")
+    items = [*heavy_in_two_lanes(),
+             Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
+             Item(grouped, pytest.mark.slurm, name="s_alone")]
+    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    # THEN the Slurm group first as before, then every unit here, heaviest first, then
+    # those on an engine, heaviest first
+    assert order == ["s_alone", "s_docker", "h1", "h2", "plain", "e1", "e2"]
 
 
 def test_a_recorded_wall_time_weighs_a_test_before_its_marks(
