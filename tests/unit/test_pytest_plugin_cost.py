@@ -129,7 +129,8 @@ def test_a_slow_leaks_lines_are_found_within_its_budget(
                 settings={"overrun": 20})
     assert got.verdict == "leak", (got.result.reason, [
         (a.verdict, a.reason, a.seconds) for a in got.result.attempts], got.took)
-    assert any("slowleak.py:9 slow_leak (KEPT.append(bytes(1024)))" in w for w in got.where)
+    assert any("slowleak.py:9 slow_leak (KEPT.append(bytes(1024)))" in w for w in got.where), (
+        got.where, got.took)
     records = [json.loads(line) for path in (tmp_path / "out").rglob("where/samples.jsonl")
                for line in path.read_text().splitlines()]
     ends = [r for r in records if r.get("type") == "end"]

@@ -118,15 +118,22 @@ def test_undecided_leaks_run_on_and_fail_and_a_filling_lru_passes(
     assert said == {"test_per_type_cache": "FAILED",
                     "test_reraised_module_exception": "FAILED",
                     "test_bounded_lru": "PASSED", "test_clean": "PASSED"}, out
-    assert re.search(r"test_bounded_lru: (plateau|ok) ", out), out
     assert re.search(r"test_per_type_cache: leak ", out), out
-    # (a clean test may be left undecided only by a host too busy to read its step times,
-    # and then says so: on CI's machine, at a load of 4.5 a CPU, its CPU time per step
-    # rose 1.12x in a run that waited most of its time, once read as a slowdown)
+    # (the LRU and the clean test may be left undecided only by a host too busy to read
+    # their step times, and then say so, the session's summary too: on CI's machine, at a
+    # load of 4.5 a CPU, a clean test's CPU time per step rose 1.12x in a run that waited
+    # most of its time, once read as a slowdown; beside two busy loops, load ~14, the
+    # LRU's steps, each ~0.5 ms of the same sum, read 2.15x late over early, seen in one
+    # run: a suspicion, `one-run`, not a finding)
+    host_busy = "harness: host busy: the marked tests' calls took" in out
     warned = re.findall(r"::(\w+)\n\s+\S+: PytestWarning: harness: undecided, passed: (.*)",
                         out)
     busy = [name for name, text in warned
-            if name == "test_clean" and "(rule busy-host)" in text and "busy host" in text]
+            if name in ("test_clean", "test_bounded_lru") and host_busy
+            and (("(rule busy-host)" in text and "busy host" in text)
+                 or ("(rule one-run)" in text and "a busy host" in text))]
+    lru = re.search(r"test_bounded_lru: (plateau|ok|ambiguous) ", out)
+    assert lru is not None and (lru.group(1) != "ambiguous" or "test_bounded_lru" in busy), out
     assert out.count("undecided, passed") == len(busy), out
     # AND the runs past the first are said once, apart from the budgets, with the bounds
     line = re.search(r"harness: (\d+) test\(s\) ran on past an undecided first run, "
