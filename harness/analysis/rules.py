@@ -805,6 +805,8 @@ class RerunEvidence:
         busy, crowded, short, capped: the rule of that name left it undecided.
         seconds, timeout, left: the next attempt's time at this run's pace; the cell's timeout;
             what is left of its `overrun` bound.
+        own: the next attempt's time in the cell's own time, which the bound counts (None:
+            `seconds`).
     """
 
     undecided: bool = False
@@ -817,8 +819,13 @@ class RerunEvidence:
     short: bool = False
     capped: bool = False
     seconds: Callable[[str], float] = lambda kind: 0.0
+    own: Callable[[str], float] | None = None
     timeout: float = float("inf")
     left: float = float("inf")
+
+    def own_s(self, kind: str) -> float:
+        """The next attempt's seconds of a kind in the cell's own time."""
+        return (self.own or self.seconds)(kind)
 
     @property
     def planned(self) -> str:
@@ -864,7 +871,7 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          "too short for a verdict, said in its reason with the budget that would decide; "
          "decided, its reason says it was not run again (a first attempt's slowdown: "
          "unconfirmed, rule `rising`'s run twice as long left out)", (),
-         lambda ev: ev.planned if math.isfinite(ev.left) and ev.seconds(ev.planned) > ev.left
+         lambda ev: ev.planned if math.isfinite(ev.left) and ev.own_s(ev.planned) > ev.left
          else None),
     Rule("rerun-cap", AGAIN, "its cap, not its budget, ended it (rule `capped`): the same "
          "budget, its cap raised to what the budget holds at this pace (or the calls the "

@@ -137,6 +137,12 @@ def test_the_re_runs_rules_in_order() -> None:
     assert _rerun(budgeted=True, capped=True, seconds=seconds, left=20) == "rerun-overrun"
     assert _rerun(budgeted=True, capped=True, seconds=seconds, left=40) == "rerun-cap"
     assert _rerun(budgeted=True, seconds=seconds, timeout=40, left=40) == "rerun-budget"
+    # the bound counts the cell's own time: a busy host's stretch of the wall clock is not
+    # the cell's (30 s of wall clock, 15 of its own, 20 left: it runs)
+    assert _rerun(budgeted=True, seconds=seconds, own=lambda k: 15.0, timeout=40,
+                  left=20) == "rerun-budget"
+    assert _rerun(budgeted=True, seconds=seconds, own=lambda k: 25.0, timeout=40,
+                  left=20) == "rerun-overrun"
     seen.clear()
     assert _rerun(budgeted=True, short=True, seconds=seconds, left=20) == "rerun-overrun"
     assert seen == ["calls"]
