@@ -79,14 +79,14 @@ def test_a_cheap_steps_slowdown_between_releases_is_named(
     # before, "no change" under the 10 us floor. On a host too loaded for rounds of a
     # microsecond step (the CI's own load, ~14 on 2 cores: one round of six read 0.67x
     # where the rest read 1.5-1.7x) it may stay undecided, and then says so: its rounds
-    # lean slower and it names the host busy
+    # lean slower and it names the busy host or the quieter host that would settle it
+    # (beside two busy loops one round read 0.97x, five 1.35-1.42x, none read as busy)
     vs = slow.vs_baseline
     assert vs is not None and vs.confirmation is not None, slow.reason
     conf = vs.confirmation
     if slow.verdict == "ambiguous":
-        busy = [r for r in conf.rounds if r.excluded or max(
-            r.base_busy or 0.0, r.other_busy or 0.0) >= 0.25]
-        assert busy and conf.ratio > 1.1 and "host busy" in slow.reason, slow.reason
+        assert conf.ratio > 1.1 and conf.direction != "faster", slow.reason
+        assert "host busy" in slow.reason or "a quieter host" in slow.reason, slow.reason
         pytest.skip(f"the host was too busy for these rounds to settle: {slow.reason}")
     assert slow.verdict == "regression", slow.reason
     # (the rounds decide the direction: a busy host's pooled runs may have suspected it

@@ -327,6 +327,14 @@ def test_rounds_that_settle_nothing_on_a_busy_host_say_so() -> None:
     # GIVEN only an improvement in doubt: it changes no verdict
     c = decide_rounds(rounds((1.0, 0.5), busy={1: 0.9}), "faster", CFG)
     assert unsettled(c, CFG) == ""
+    # GIVEN an improvement in doubt whose counted rounds read it slower, their interval
+    # past `min_ratio` (a real 1.6x slowdown of a 1 us step, its pooled runs read faster
+    # on a host running CI: rounds 1.41x and 1.65x, one left out): a slowdown fits them,
+    # so no answer, never `ok`
+    c = decide_rounds(rounds((1.0, 1.41), (1.0, 0.66), (1.0, 1.65), busy={2: 0.9}),
+                      "faster", CFG)
+    assert not c.confirmed
+    assert unsettled(c, CFG).startswith("the rounds' interval"), (c.reason, c.lo, c.hi)
 
 
 def test_two_rounds_that_agree_by_chance_confirm_nothing_and_a_third_is_run() -> None:
