@@ -100,6 +100,20 @@ def heavy_in_two_lanes() -> list[Item]:
             Item(name="plain")]
 
 
+def with_the_slurm_group() -> list[Item]:
+    """`heavy_in_two_lanes` and the Slurm group: a test on Slurm and Docker, then one on
+    the cluster alone."""
+    grouped = pytest.mark.xdist_group("slurm")
+    return [*heavy_in_two_lanes(),
+            Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
+            Item(grouped, pytest.mark.slurm, name="s_alone")]
+
+
+def ordered(root_conftest: ModuleType, items: list[Item]) -> list[str]:
+    """The tests' names in the order `heaviest_first` hands them out."""
+    return [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+
+
 def test_units_on_an_engine_and_units_on_this_machine_are_handed_out_in_turns(
         root_conftest: ModuleType) -> None:
     # GIVEN two heavy tests that start containers and two that run here alone, the
@@ -119,17 +133,14 @@ def test_in_ci_the_slurm_group_starts_first_its_cluster_only_tests_before_the_re
     # says the cluster's setup apart
     monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
     monkeypatch.setenv("HARNESS_CI_SLURM_READY", "slurm-ready")
-    grouped = pytest.mark.xdist_group("slurm")
-    items = [*heavy_in_two_lanes(),
-             Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
-             Item(grouped, pytest.mark.slurm, name="s_alone")]
-    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    items = with_the_slurm_group()
+    order = ordered(root_conftest, items)
     # THEN the group first though lighter than the rest, the test on the cluster alone
     # before the one that waits for the images; then the two lanes in turns, as outside CI
     assert order == ["s_alone", "s_docker", "e1", "h1", "h2", "e2", "plain"]
     # AND without the cluster's own file the group is a unit on an engine like the others
     monkeypatch.delenv("HARNESS_CI_SLURM_READY")
-    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    order = ordered(root_conftest, items)
     assert order == ["e1", "h1", "h2", "e2", "plain", "s_docker", "s_alone"]
 
 
@@ -141,11 +152,8 @@ def test_while_ci_builds_the_images_every_unit_that_runs_here_comes_first(
     monkeypatch.setenv("HARNESS_CI_ENGINES_READY", "ready")
     monkeypatch.setenv("HARNESS_CI_SLURM_READY", "slurm-ready")
     monkeypatch.setenv("HARNESS_CI_IMAGES_PENDING", "1")
-    grouped = pytest.mark.xdist_group("slurm")
-    items = [*heavy_in_two_lanes(),
-             Item(grouped, pytest.mark.slurm, pytest.mark.docker, name="s_docker"),
-             Item(grouped, pytest.mark.slurm, name="s_alone")]
-    order = [i.nodeid.rsplit("::", 1)[1] for i in root_conftest.heaviest_first(items)]
+    items = with_the_slurm_group()
+    order = ordered(root_conftest, items)
     # THEN the Slurm group first as before, then every unit here, heaviest first, then
     # those on an engine, heaviest first
     assert order == ["s_alone", "s_docker", "h1", "h2", "plain", "e1", "e2"]
