@@ -139,6 +139,15 @@ def test_a_small_leaks_line_is_named_or_why_not(importable: Path) -> None:
 
     leak = harness.check(tiny.keep, budget="1s")
     assert leak.verdict == "leak", str(leak)
+    short = re.fullmatch(r"heap: no line named: no site of tiny\.py grew ([\d,]+) B/call or "
+                         r"more in the [\d,]+ calls .*a longer budget makes more calls",
+                         leak.where[0] if len(leak.where) == 1 else "")
+    if short is not None and int(short[1].replace(",", "")) > 8:
+        # a loaded host made too few calls in the where run for 8 B/call to pass what a
+        # one-time allocation could be (CI101: 1,173 calls, 13 B/call asked): the line
+        # says so and that a longer budget makes more; its advice is taken
+        leak = harness.check(tiny.keep, budget="5s")
+        assert leak.verdict == "leak", str(leak)
     assert len(leak.where) == 1 and re.fullmatch(
         r"heap: \+\d+ B/call at tiny\.py:5 keep \(KEPT\.append\(KEPT\)\)", leak.where[0]
     ), leak.where

@@ -10,6 +10,7 @@ each up twice (a real slowdown of about 2x, a few hundred nanoseconds a call: un
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
@@ -85,7 +86,12 @@ def test_a_cheap_steps_slowdown_between_releases_is_named(
     assert vs is not None and vs.confirmation is not None, slow.reason
     conf = vs.confirmation
     if slow.verdict == "ambiguous":
-        assert conf.ratio > 1.1 and conf.direction != "faster", slow.reason
+        # (every round, those left out for a busy host included: with fewer than two
+        # counted, the rounds' own ratio is NaN; the CI's load once left out 5 of 6,
+        # each read 1.22x slower or more at one CPU speed)
+        every = [r.ratio for r in conf.rounds if r.ratio > 0]
+        leans = math.exp(sum(map(math.log, every)) / len(every)) if every else math.nan
+        assert leans > 1.1 and conf.direction != "faster", slow.reason
         assert "host busy" in slow.reason or "a quieter host" in slow.reason, slow.reason
         pytest.skip(f"the host was too busy for these rounds to settle: {slow.reason}")
     assert slow.verdict == "regression", slow.reason
