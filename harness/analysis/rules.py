@@ -867,9 +867,11 @@ RERUN_RULES: tuple[Rule[RerunEvidence], ...] = (
          "with `--iterations` to raise", (), lambda ev: "iterations" if ev.asked else None),
     Rule("rerun-overrun", STANDS, "the next attempt (below) would take past what is left "
          "of the cell's `overrun` bound (its budget times `overrun`, its attempts "
-         "together): decided as if its repeats were spent; still undecided, its budget was "
-         "too short for a verdict, said in its reason with the budget that would decide; "
-         "decided, its reason says it was not run again (a first attempt's slowdown: "
+         "together) at the pace its run made, in its own time (no rise carried on: the "
+         "next run's own end holds the bound): decided as if its repeats were spent; "
+         "still undecided, its budget was too short for a verdict, said in its reason "
+         "with the budget that would decide; decided, its reason says it was not run "
+         "again (a first attempt's slowdown: "
          "unconfirmed, rule `rising`'s run twice as long left out)", (),
          lambda ev: ev.planned if math.isfinite(ev.left) and ev.own_s(ev.planned) > ev.left
          else None),
