@@ -42,11 +42,14 @@ WHERE_KINDS = ("heap", "stack", "ops", "device", "native")
 END = ("type", "status", "error", "info", "phases", "iterations", "warmup",
        "stopped_early", "mode", "elapsed_s", "sampling_s", "teardown_error", "collected",
        "params_read", "output_dropped", "budget_spent", "memory_stop", "budget_capped",
-       "rss_hwm", "cell_s", "times_s", "sampling_own_s", "as_user", "queued_out_s")
+       "rss_hwm", "cell_s", "times_s", "sampling_own_s", "as_user", "queued_out_s",
+       "own_s")
 # sampling_s: the measured phase's sampling cost (wall); times_s: its step-times part;
 # sampling_own_s: the rest in the cell's own time (kept under stepper.SAMPLING_SHARE).
 # queued_out_s: the main thread's run-queue delay outside the measured phase (the host's
 # share of its start, import, setup, warmup and teardown; the measured phase's is in cell_s).
+# own_s: this process's life until its end record, less its main thread's run-queue delay:
+# the run's own time, which the host's wait on a busy host (spawn, pipes, exit) is not.
 # as_user: the second agent's timing (asuser.py). rss_hwm: the peak RSS (VmHWM), bytes.
 # memory_stop: the watchdog's safety stop (watchdog.py): rss, grew, limit, call, phase,
 # or killed: True where the watchdog killed a stuck step and wrote the end record.

@@ -312,6 +312,9 @@ class Run(object):
         if queued is not None:  # the host's time outside the measured phase (its own is
             # in cell_s): start, import, setup, warmup, teardown
             self.end["queued_out_s"] = round(max(0.0, queued - self.queued_measure), 6)
+            age = process_age()
+            if age is not None:     # this process's life so far, less the host's share
+                self.end["own_s"] = round(max(0.0, age - queued), 6)
         hwm = self.sampler.readers.peak_rss()
         if hwm is not None:
             self.end["rss_hwm"] = hwm

@@ -184,7 +184,8 @@ END_TYPES: dict[str, tuple[type, ...]] = {
     "sampling_s": _NUM, "teardown_error": _STR, "collected": (dict,), "params_read": (list,),
     "output_dropped": (int,), "budget_spent": (bool,), "memory_stop": (dict,),
     "budget_capped": (bool,), "rss_hwm": (int,), "cell_s": _NUM,
-    "times_s": _NUM, "sampling_own_s": _NUM, "as_user": (dict,), "queued_out_s": _NUM}
+    "times_s": _NUM, "sampling_own_s": _NUM, "as_user": (dict,), "queued_out_s": _NUM,
+    "own_s": _NUM}
 
 
 def checked(rec: dict[str, Any], types: dict[str, tuple[type, ...]], what: str,

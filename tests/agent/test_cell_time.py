@@ -161,6 +161,8 @@ def test_a_busy_core_stretches_the_wall_clock_not_the_steps_budget(tmp_path: Pat
     # AND the run says what the host took outside its measured phase (the setup's 0.2 s
     # of CPU waited about as long for the shared core): an `overrun` bound gives it back
     assert 0.3 * end["phases"]["setup"] <= end["queued_out_s"] <= end["elapsed_s"], end
+    # AND its own time, its life less all the delay it met, holds the measured phase's
+    assert end["cell_s"] <= end["own_s"] <= end["elapsed_s"] + 1.0, end
 
 
 def test_a_pools_workers_are_read_on_every_step_sample(tmp_path: Path) -> None:

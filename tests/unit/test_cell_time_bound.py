@@ -5,8 +5,10 @@ given back."""
 
 from __future__ import annotations
 
+import pytest
+
 from harness.protocol.series import Series
-from harness.stages.measure import _given_back
+from harness.stages.measure import _given_back, _own_s
 
 
 def test_the_seconds_other_work_took_are_given_back() -> None:
@@ -32,3 +34,16 @@ def test_a_whole_run_also_gives_back_what_the_host_took_of_its_start_and_end() -
     assert _given_back(Series(end={"queued_out_s": 2.0}), whole=True) == 2.0
     assert _given_back(Series(end={"queued_out_s": -1.0, "phases": {"measure": 1.0},
                                    "cell_s": 1.0}), whole=True) == 0.0
+
+
+def test_a_run_counts_no_more_than_the_agents_own_life() -> None:
+    # GIVEN a run whose host waited to spawn, read and reap the agent on a busy host
+    # (a 0.5 s budget's run: 0.04 s outside the agent quiet, 2 s beside 14 busy loops)
+    end = {"phases": {"measure": 0.6}, "cell_s": 0.55, "queued_out_s": 0.3, "own_s": 0.9}
+    # THEN the bound counts the agent's own life, not the wall clock less its delay
+    assert _own_s(3.0, Series(end=end)) == 0.9
+    # AND never more than before: an own life past the wall less the delay is not taken
+    assert _own_s(1.0, Series(end=end)) == pytest.approx(1.0 - 0.35)
+    # AND an agent that does not say it (an older one) is read as before
+    assert _own_s(3.0, Series(end={**end, "own_s": None})) == pytest.approx(3.0 - 0.35)
+    assert _own_s(3.0, None) == 3.0
