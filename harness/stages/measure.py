@@ -205,6 +205,10 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
     if rule.id == "rerun-overrun":
         # What it read stands, with why; a leak cut short (rule `short`) stays undecided
         final = verdict if verdict.rule == SHORT else last()
+        if final.rule == SHORT and facts is not None:     # it is not run again: say so
+            final = dataclasses.replace(final, reason=final.reason.replace(
+                f"running it again for {facts.budget_calls:,} calls",
+                f"a run of {facts.budget_calls:,} calls would tell"))
         said = too_short(ctx, run, spent) if final.verdict in RUN_LONGER else unrun(run)
         run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
         run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,

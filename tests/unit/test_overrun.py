@@ -211,3 +211,28 @@ def test_a_marked_test_too_slow_for_its_budget_fails_strict_saying_the_budget_to
     assert "its budget was too short for a verdict" in failure.group(1), out
     assert failure.group(2) == (f'  fix: run longer, e.g. @pytest.mark.harness_leaks('
                                 f'budget="{said.group(1)}s")'), out
+
+
+def test_a_leak_cut_short_and_not_run_again_never_says_it_runs_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI104: "... still filling; running it again for 2,000 calls; its budget was too
+    short for a verdict ... a run again would pass its bound": a leak its budget cut
+    short (rule `short`) that its bound kept from running again said both."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "shortleak.py").write_text(textwrap.dedent("""
+        import time
+        KEPT = []
+
+        def leak():         # 4 KiB kept a call, ~2 ms: a 0.5 s budget holds ~230
+            KEPT.append(bytes(4096))
+            time.sleep(0.002)
+    """), encoding="utf-8")
+    import shortleak
+    got = harness.check(shortleak.leak, budget="0.5s", settings={"overrun": 2})
+    assert [(a.verdict, a.rerun) for a in got.result.attempts] == [
+        ("ambiguous", "rerun-overrun")], got.result.attempts
+    assert "running it again" not in got.reason, got.reason
+    if got.result.rule == "short":
+        assert re.search(r"a cache of as many entries still filling; a run of [\d,]+ calls "
+                         r"would tell; its budget was too short", got.reason), got.reason
+    sys.modules.pop("shortleak", None)
