@@ -17,6 +17,7 @@ from typing import Any
 from harness.analysis.decision import CellFacts, decide
 from harness.analysis.rules import BUDGET, reach_s
 from harness.matrixfile import load
+from harness.matrixfile.model import Cell
 from harness.protocol.ingest import Series, parse_lines
 from harness.result.model import Attempt
 from harness.runtimes.base import RunOutcome
@@ -48,6 +49,17 @@ def run_of(n: int = 1200, every: int = 10, step: float = 0.001, rise: float = 2.
     return parse_lines([(json.dumps(r) + "\n").encode() for r in recs])
 
 
+def budgeted_cell(tmp_path: Path, defaults: str) -> Cell:
+    """The one cell of a local matrix with these `defaults:` (e.g. "1s"), a no-op step."""
+    (tmp_path / "s.py").write_text("def setup(params):\n    pass\n\n\n"
+                                   "def step(state):\n    pass\n")
+    (tmp_path / "m.yaml").write_text(
+        "name: b\nruntime: local\ndefaults: {budget: " + defaults + "}\n"
+        "matrix:\n  image: [{name: v1, pip: [demo==1]}]\n  scenario: [s.py]\n")
+    [cell] = load(tmp_path / "m.yaml").cells
+    return cell
+
+
 def test_its_first_run_asks_for_the_calls_its_growth_needs() -> None:
     # GIVEN the same in a first run (no earlier run read the slowdown)
     v = decide(CellFacts(CFG, run_of(), OK, again=True))
@@ -67,12 +79,7 @@ def test_a_budgeted_run_again_makes_the_calls_asked_at_a_pace_that_slows(
         tmp_path: Path) -> None:
     # GIVEN a budgeted cell whose first run made 1,200 calls in its 1 s budget, each call
     # slower as it went, and asks 4,800
-    (tmp_path / "s.py").write_text("def setup(params):\n    pass\n\n\n"
-                                   "def step(state):\n    pass\n")
-    (tmp_path / "m.yaml").write_text(
-        "name: b\nruntime: local\ndefaults: {budget: 1s}\n"
-        "matrix:\n  image: [{name: v1, pip: [demo==1]}]\n  scenario: [s.py]\n")
-    [cell] = load(tmp_path / "m.yaml").cells
+    cell = budgeted_cell(tmp_path, "1s")
     series = run_of()
     verdict = decide(CellFacts(CFG, series, OK, again=True))
     run = CellRun(cell, series=series, verdict=verdict, run_s=1.2)
@@ -96,12 +103,7 @@ def test_a_rise_left_unread_does_not_price_a_run_again_past_its_bound(
     was carried on quadratically to the 2,000 calls a fill asks. The bound is held by the
     next run's own end (`budget_max`), so whether to run again is asked at the pace the
     run made; the wall-clock estimate for the timeout still carries the rise."""
-    (tmp_path / "s.py").write_text("def setup(params):\n    pass\n\n\n"
-                                   "def step(state):\n    pass\n")
-    (tmp_path / "m.yaml").write_text(
-        "name: b\nruntime: local\ndefaults: {budget: 0.5s, overrun: 16}\n"
-        "matrix:\n  image: [{name: v1, pip: [demo==1]}]\n  scenario: [s.py]\n")
-    [cell] = load(tmp_path / "m.yaml").cells
+    cell = budgeted_cell(tmp_path, "0.5s, overrun: 16")
     # GIVEN its first run: 300 calls, 0.56 s of measured phase of its own, 1.6 s in all,
     # the heap filling without end, its steps 1.3x late over early but the verdict a fill's
     flat, rising = (run_of(n=300, every=10, step=0.00188, rise=rise, grow=2600)
