@@ -45,6 +45,7 @@ from harness.analysis.rules import (
     first_of,
     first_rule,
     leaking,
+    runs_again,
 )
 from harness.analysis.rules import unsettled as unsettled_words
 from harness.analysis.stepreading import read_steps
@@ -149,10 +150,11 @@ def _cut(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     """A leak read in a run its cap (rule `capped`) or its budget (`short`) cut short."""
     f = r.evidence.facts
     why = (f"the run stopped at {f.capped}: a leak, or a cache the rest of the budget would "
-           "show levelling off; running it again for up to" if rule.id == "capped" else
+           "show levelling off; running it again for up to "
+           f"{f.budget_calls:,} calls" if rule.id == "capped" else
            f"its budget ended it after {f.short}: a leak, or a cache of as many entries "
-           "still filling; running it again for")
-    return _out(r, rule, f"{r.mem.reason}; but {why} {f.budget_calls:,} calls", r.mem.carrier,
+           f"still filling; {runs_again(f.budget_calls)}")
+    return _out(r, rule, f"{r.mem.reason}; but {why}", r.mem.carrier,
                 tuple(_found(r)), rerun=f.budget_calls)
 
 

@@ -900,6 +900,16 @@ def rerun_rule(ev: RerunEvidence) -> tuple[Rule[RerunEvidence], str]:
     return first_of(ev, RERUN_RULES)
 
 
+def runs_again(calls: int) -> str:
+    """Rule `short`'s or `capped`'s words for the run again it asks."""
+    return f"running it again for {calls:,} calls"
+
+
+def would_tell(calls: int) -> str:
+    """The same where the cell is not run again (`stages.measure`: past its bound)."""
+    return f"a run of {calls:,} calls would tell"
+
+
 def reach_s(steps: StepTrend | None, ran: int, measured_s: float, calls: int) -> float:
     """Seconds a fresh run takes for `calls` calls at the pace of one that made `ran` in
     `measured_s`, with the early-to-late rise in step time carried on (quadratic)."""

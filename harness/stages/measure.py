@@ -24,6 +24,8 @@ from harness.analysis.rules import (
     fill_calls,
     reach_s,
     rerun_rule,
+    runs_again,
+    would_tell,
 )
 from harness.errors import EngineUnavailable, EnvironmentUnavailable
 from harness.matrixfile.model import BUDGET_CAP, BUDGET_MIN_CALLS, Cell, RunSettings
@@ -207,8 +209,7 @@ def _longer(ctx: Context, run: CellRun, spent: float, last: Callable[[], CellVer
         final = verdict if verdict.rule == SHORT else last()
         if final.rule == SHORT and facts is not None:     # it is not run again: say so
             final = dataclasses.replace(final, reason=final.reason.replace(
-                f"running it again for {facts.budget_calls:,} calls",
-                f"a run of {facts.budget_calls:,} calls would tell"))
+                runs_again(facts.budget_calls), would_tell(facts.budget_calls)))
         said = too_short(ctx, run, spent) if final.verdict in RUN_LONGER else unrun(run)
         run.verdict = dataclasses.replace(final, reason=f"{final.reason}; {said}")
         run.attempts[-1] = dataclasses.replace(run.attempts[-1], verdict=final.verdict,
