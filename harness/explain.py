@@ -23,7 +23,7 @@ from harness.analysis.facts import memory_stopped
 from harness.analysis.kinds import BAD, GREW, MEMORY, TIME, TIMED, kind
 from harness.analysis.rules import WORKERS
 from harness.analysis.where import Where, changes, notes, parse_where, summary
-from harness.answers.explained import Explanation
+from harness.answers.kept import Explanation
 from harness.answers.search import Pair, image_after, pairs, unpaired
 from harness.app import answer
 from harness.app.command import printer

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from harness import matrixfile
 from harness import report as reports
-from harness.answers.causes import results_json
+from harness.answers.kept import results_json
 from harness.cli import answer, printer
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say

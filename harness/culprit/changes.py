@@ -21,7 +21,7 @@ from harness.analysis.codediff import (
     part_of,
 )
 from harness.analysis.where import parse_where
-from harness.answers.explained import Explanation, load_explanations
+from harness.answers.kept import Explanation, load_explanations
 from harness.answers.search import TOOLING, fingerprint_diff
 from harness.explain import kinds_for
 from harness.matrixfile.lockfile import line_of

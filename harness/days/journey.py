@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.codediff import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
-from harness.answers.causes import CAUSE_DIR, Cause, cause_file
-from harness.answers.explained import Explanation, load_explanations
+from harness.answers.kept import CAUSE_DIR, Cause, Explanation, cause_file, load_explanations
 from harness.answers.search import Pair, RowAnswer, answer_rows, free_of, pairs, unpaired
 from harness.culprit.changes import difference, step_lines
 from harness.culprit.run import RunsOn, culprit_in_run, ends

@@ -14,11 +14,18 @@ from typing import TextIO, TypeVar, cast
 
 from harness.analysis.kinds import BAD, CRASH, UNAVAILABLE, UNDECIDED
 from harness.analysis.records import VsBaseline, human_seconds
-from harness.answers.causes import Cause, load_causes, results_json
-from harness.answers.causes import holding as causes_holding
-from harness.answers.culprits import Culprit, load_culprits
-from harness.answers.culprits import holding as culprits_holding
-from harness.answers.explained import Explanation, holding, load_explanations
+from harness.answers.kept import (
+    Cause,
+    Culprit,
+    Explanation,
+    causes_holding,
+    culprits_holding,
+    explanations_holding,
+    load_causes,
+    load_culprits,
+    load_explanations,
+    results_json,
+)
 from harness.answers.search import RowAnswer, answer_rows
 from harness.protocol.ingest import frames
 from harness.result.codec import JSON, encode, parse
@@ -76,7 +83,7 @@ class Report:
         order = image_places(results, planned)
         images = sorted(order, key=order.__getitem__)
         gone = dict(unreadable or {})
-        explained, stale = holding(load_explanations(root) if root is not None else {},
+        explained, stale = explanations_holding(load_explanations(root) if root is not None else {},
                                    results, planned, gone, root)
         return cls(name, images, answer_rows(results, planned, gone, outdated), dict(results),
                    dict(meta or {}), root, series or SeriesCache(root), tuple(planned), gone,

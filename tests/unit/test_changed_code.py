@@ -19,7 +19,7 @@ from fakeruntime import LEAK_LIB, Behaviour, FakeRuntime
 from sweepkit import on_the_cli, write_matrix
 
 from harness.analysis.codediff import diff, module_diff
-from harness.answers.explained import Explanation
+from harness.answers.kept import Explanation
 from harness.cli import main
 from harness.culprit.changes import code_answers, step_lines
 from harness.runtimes import sources

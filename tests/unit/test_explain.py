@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.answers.explained import Explanation
+from harness.answers.kept import Explanation
 from harness.answers.search import pairs
 from harness.cli import main
 from harness.report import read_run
