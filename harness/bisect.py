@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 from harness.analysis.kinds import GOOD
 from harness.answers.search import BisectStep, fingerprint_diff, plan_bisect
 from harness.app.command import hold
-from harness.errors import InputError
+from harness.errors import InputError, interruptible
 from harness.matrixfile.model import Cell
 from harness.result.model import CellResult
 from harness.runtimes import Engines
-from harness.signals import interruptible
 from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
 from harness.store.gate import why_not_current
@@ -336,7 +335,7 @@ def bisect_row(asked: BisectOptions, matrix: Matrix, cells: list[Cell],
     # A fixed directory, so the next bisect of this row reuses it.
     store = RunStore(asked.out / matrix.name / f"bisect-{row}")
     store.lock()
-    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
+    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.errors).
     with interruptible():
         print(f"bisect {row} over {len(cells)} images ({cells[0].image.label} .. "
               f"{cells[-1].image.label}): at most {expected_probes(len(cells))} probes "

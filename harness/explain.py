@@ -33,6 +33,7 @@ from harness.errors import (
     EXIT_UNDECIDED,
     InputError,
     StoreError,
+    interruptible,
     without_out,
 )
 from harness.matrixfile.model import (
@@ -47,7 +48,6 @@ from harness.result.codec import JSON, encode
 from harness.result.model import CellResult, DerivedFrom
 from harness.result.runkey import key_of
 from harness.runtimes import Engines
-from harness.signals import interruptible
 from harness.stages.context import Context
 from harness.stages.orchestrator import Sweep
 from harness.store import RunStore

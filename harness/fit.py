@@ -22,7 +22,7 @@ from harness.analysis.kinds import BAD, CUT_SHORT, NOT_MEASURED, OOM
 from harness.analysis.outcomes import allocation_report
 from harness.analysis.records import size
 from harness.app.command import hold, printer
-from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError
+from harness.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_REGRESSION, InputError, interruptible
 from harness.matrixfile.load import RANGE_FIX, check_param, parse_range, probe_cell
 from harness.matrixfile.model import Cell
 from harness.preflight import compile_scenarios
@@ -32,7 +32,6 @@ from harness.report.html import Line as ChartLine
 from harness.result.model import CellResult
 from harness.runtimes import Engines
 from harness.runtimes.base import own_cgroup, parse_size
-from harness.signals import interruptible
 from harness.stages.options import apply_overrides
 from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
@@ -601,7 +600,7 @@ def fit_rows(asked: FitAsked, matrix: Matrix, cells: list[Cell], target: Target
     engines.start(cells)
     store = RunStore(asked.out / matrix.name / f"fit-{target.param}")
     store.lock()
-    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.signals).
+    # A closed stdout or stderr stops the probes as Ctrl-C does (harness.errors).
     with interruptible():
         print(f"fit {target.param} in {target.lo}..{target.hi} over {len(cells)} row(s): at most "
               f"{_bound(target)} probes per row; cells in {store.root}", flush=True)

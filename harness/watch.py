@@ -22,14 +22,13 @@ import requests
 from harness import matrixfile
 from harness.analysis.kinds import BAD
 from harness.app.command import hold
-from harness.errors import EnvironmentUnavailable, InputError, SpecError
+from harness.errors import EnvironmentUnavailable, InputError, SpecError, interruptible
 from harness.matrixfile.model import DEFAULT_RUNTIME, RUNTIMES, Cell, Matrix, abilities
 from harness.matrixfile.releases import tag_order as tag_order
 from harness.matrixfile.yamlsrc import Located, dump_text, load_text, read_text
 from harness.report import Report, write_all
 from harness.runtimes import Engines
 from harness.runtimes.base import Progress, Runtime
-from harness.signals import interruptible
 from harness.stages.orchestrator import Sweep, SweepOutcome, prefetch_analysis
 from harness.store.results import RunStore, atomic_write_text
 from harness.store.runs import SWEEP

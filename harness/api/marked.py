@@ -47,7 +47,7 @@ from harness.result.model import AgentError
 from harness.runtimes.base import AGENT_DIR
 from harness.runtimes.process import forkserver
 from harness.stages.measure import AS_READ
-from harness.store.saved import Saved, key_of
+from harness.store.results import Saved, key_of
 
 # The budget an `ambiguous` check's reason says would decide (`stages.measure.too_short`).
 WANTS = re.compile(r"set budget >= ([0-9.]+)s")

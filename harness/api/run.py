@@ -58,12 +58,12 @@ from harness.stages.context import Context, Measured
 from harness.stages.orchestrator import Sweep
 from harness.stages.settle import against_row, run_plan
 from harness.store import RunStore
+from harness.store.results import save_cell
 from harness.store.runs import SWEEP
-from harness.store.saved import save_cell
 
 if TYPE_CHECKING:
     from harness.matrixfile.model import Matrix
-    from harness.store.saved import Saved
+    from harness.store.results import Saved
 
 
 Progress = Callable[[str], None]

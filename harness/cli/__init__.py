@@ -24,10 +24,10 @@ from harness.errors import (
     EXIT_ENVIRONMENT,
     EXIT_INTERRUPTED,
     HarnessError,
+    stream_closed,
 )
+from harness.errors import interruptible as interruptible  # re-exported for the commands
 from harness.errors import without_out as without_out  # re-exported for the commands
-from harness.signals import interruptible as interruptible  # re-exported for the commands
-from harness.signals import stream_closed
 
 HELP = """\
 Find which container image, package version or GPU introduced a memory leak or a

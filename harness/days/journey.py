@@ -19,8 +19,8 @@ from harness.analysis.codediff import NOT_FETCHED, CodeAnswer
 from harness.analysis.kinds import BAD, GOOD, MEMORY, UNKNOWN, kind
 from harness.answers.kept import CAUSE_DIR, Cause, Explanation, cause_file, load_explanations
 from harness.answers.search import Pair, RowAnswer, answer_rows, free_of, pairs, unpaired
+from harness.culprit.app import RunsOn, culprit_in_run, ends
 from harness.culprit.changes import difference, step_lines
-from harness.culprit.run import RunsOn, culprit_in_run, ends
 from harness.days.search import day_in_run, same_entry
 from harness.errors import EnvironmentUnavailable, InputError
 from harness.explain import explain, kinds_for

@@ -23,12 +23,11 @@ from harness.culprit.app import known_rows, started
 from harness.culprit.plan import SweepRunner, outcome_of
 from harness.culprit.search import BAD as PROBE_BAD
 from harness.culprit.search import GOOD as PROBE_GOOD
-from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError
+from harness.errors import EXIT_OK, EXIT_REGRESSION, EXIT_UNDECIDED, InputError, interruptible
 from harness.matrixfile.cells import dated_cell
 from harness.result.model import DerivedFrom
 from harness.runtimes import Engines
 from harness.runtimes.resolver import upload_time, yanked_releases, yanked_words
-from harness.signals import interruptible
 from harness.stages.orchestrator import Sweep
 from harness.store import RunStore
 from harness.store.gate import read_gated

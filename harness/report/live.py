@@ -1,4 +1,4 @@
-"""The sweep on a terminal (`report.plain.progress_for` chooses it on a TTY):
+"""The sweep on a terminal (`sweeping.course.progress_for` chooses it on a TTY):
 `LiveProgress`, one bar per running cell, the latest pull or venv-build line per image,
 other lines above it. `NO_COLOR` turns colour off."""
 

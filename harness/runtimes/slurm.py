@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness.errors import EnvironmentUnavailable, HarnessError
+from harness.errors import EnvironmentUnavailable, HarnessError, interruptible
 from harness.matrixfile.model import (
     Cell,
     GpuSel,
@@ -46,7 +46,6 @@ from harness.runtimes.base import (
     parse_size,
 )
 from harness.runtimes.local import LocalRuntime, _tail
-from harness.signals import interruptible
 
 
 class SlurmRuntime(RuntimeBase):

@@ -1,7 +1,11 @@
 """`reports/<sweep>/<timestamp>/`: cells/<id>/{samples.jsonl,result.json}, results.json.
 Writes are atomic (temp file, fsync, rename), a directory locked while a sweep writes it;
 `--resume` skips cells complete from the same run (`harness.result.runkey`). Also the only
-readers of where.json, culprit.json and day.json.
+readers of where.json, culprit.json and day.json. And saved runs (`Saved`): one cell's
+result.json and samples.jsonl under a name, for a later run of the same code to compare
+against (`check(..., save=, baseline=)`, `--harness-save/-compare`): a one-cell results
+directory, replaced atomically (samples first), so a reader sees the old run or the new,
+and xdist workers on other keys never meet.
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ import contextlib
 import errno
 import fcntl
 import gc
+import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -504,3 +510,66 @@ def drop_culprit(root: Path, row: str) -> bool:
 def day_record(root: Path, row: str) -> JSON:
     """The row's day/<row>/day.json, parsed (None: none, or it does not parse)."""
     return load_json(root / DAY_DIR / row / DAY_FILE)
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """Where one saved run lives: `root/cells/key/`.
+
+    Attributes:
+        root: The directory of saved runs of one name (the plugin's `.harness/NAME`).
+        key, label: Its directory name (`key_of` of a test id); how comparisons name it.
+    """
+
+    root: Path
+    key: str
+    label: str = "saved"
+
+    @property
+    def where(self) -> Path:
+        return samples_path(self.root, self.key).parent
+
+    def exists(self) -> bool:
+        return self.read() is not None
+
+    def read(self) -> tuple[CellResult, Series] | None:
+        """The saved result and its samples; None when either is missing or unreadable."""
+        result = RunStore(self.root).load_cell(self.key)
+        series = SeriesCache(self.root)(self.key) if result is not None else None
+        return None if result is None or series is None else (result, series)
+
+
+def key_of(name: str) -> str:
+    """A directory name for a pytest node id: its safe characters, at most 120, plus a short
+    digest where any were changed or cut, so ids never collide."""
+    safe = _SAFE.sub("_", name).strip("._") or "run"
+    if safe == name and len(safe) <= 120:
+        return safe
+    return f"{safe[:120]}-{hashlib.sha256(name.encode()).hexdigest()[:10]}"
+
+
+def save_cell(src: Path, cell_id: str, dest: Saved, result: CellResult) -> Path:
+    """Keep the cell `cell_id` of results directory `src` and `result` as `dest`, each
+    file replaced atomically; returns the saved directory.
+
+    Raises:
+        StoreError: the directory cannot be written, or the cell has no samples.
+    """
+    where = dest.where
+    source = samples_path(src, cell_id)
+    target = samples_path(dest.root, dest.key)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot save {source} as {target}: {exc.strerror}\n  fix: check "
+                         f"that {dest.root} is writable") from exc
+    write_json(where / "result.json", result.to_json())
+    return where

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from harness.analysis.kinds import BAD, GOOD
 from harness.answers.search import pairs, unpaired
+from harness.culprit.app import RunsOn, culprit_in_run
 from harness.culprit.plan import docker_hybrids
-from harness.culprit.run import RunsOn, culprit_in_run
 from harness.days.journey import find_causes
 from harness.explain import explain_matrix
 from harness.runtimes import Engines

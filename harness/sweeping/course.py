@@ -1,29 +1,33 @@
 """`harness sweep`'s course: one list of named steps (`COURSE`) run over one `Sweeping`,
 and what the steps and the commands share. The command reads and checks the matrix
-before it (`preflight`), and prints the table and `exit_code` after.
+before it (`preflight`), and prints the table and `exit_code` after. The sweep's progress:
+`progress_for(quiet, samples)` gives plain `harness: ...` lines (`PlainProgress`), nothing
+with `-q`, or on a TTY the live display (`report.live`), so a sweep into a pipe imports
+no rich.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from harness import report as reports
 from harness.analysis.rules import BUSY_HOST, TIMEOUT_BUSY, UNSETTLED
 from harness.app.command import exit_code as exit_code  # the sweep's exit, read here too
 from harness.app.command import hold
+from harness.errors import interruptible
 from harness.preflight import check_lengths, compile_scenarios, floor_caps
-from harness.report.plain import PlainProgress, progress_for
+from harness.report.grid import console_width, wrap
 from harness.result.model import Planned
 from harness.runtimes import Engines
-from harness.signals import interruptible
 from harness.stages.options import SweepOptions
 from harness.stages.orchestrator import Sweep, prefetch_analysis
 from harness.store import RunStore
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from harness.report import Report
     from harness.report.live import LiveProgress
     from harness.result.codec import JSON
+    from harness.result.model import CellResult
     from harness.runtimes.base import Progress
     from harness.stages.orchestrator import SweepOutcome
 
@@ -271,3 +276,38 @@ def shared_name(root: Path, name: str, matrix: Path) -> str | None:
             return str(path_shown(Path(matrix_named(run))))
     return None
 
+
+class PlainProgress:
+    """`harness: TEXT` on stderr, one line per event; nothing with `quiet`."""
+
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None):
+        self.quiet = quiet
+        self.stream = stream
+
+    def __call__(self, text: str) -> None:
+        """One event, wrapped at the terminal's width or COLUMNS, else as is."""
+        if self.quiet:
+            return
+
+        stream = self.stream or sys.stderr
+        width = console_width(stream)
+        line = f"harness: {text}"
+        print("\n".join(wrap(line, width)) if width else line, file=stream, flush=True)
+
+    def cell(self, cell: Cell, event: str, result: CellResult | None) -> None:
+        """Structured cell events; the plain lines already say everything."""
+
+    def close(self) -> None:
+        """Nothing to tear down."""
+
+
+def progress_for(quiet: bool, samples: Callable[[str], Path], stream: TextIO | None = None
+                 ) -> PlainProgress | LiveProgress:
+    """The progress callback for this terminal: live on a TTY, plain lines otherwise."""
+    out = stream or sys.stderr
+    if quiet or not out.isatty() or os.environ.get("TERM") == "dumb":
+        return PlainProgress(quiet, stream)
+    # lazy: rich's live display, on a TTY alone
+    from harness.report.live import LiveProgress
+
+    return LiveProgress(samples)

@@ -20,7 +20,7 @@ import harness
 import harness.api
 from harness.api import Checked
 from harness.errors import InputError
-from harness.store.saved import Saved, key_of
+from harness.store.results import Saved, key_of
 from tests.resultkit import held_ok
 
 

@@ -135,7 +135,7 @@ def test_the_plans_an_option_runs_load_only_once_the_cells_ran() -> None:
                          check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     mods = set(out.stdout.split())
     later = {"harness.sweeping.after", "harness.explain", "harness.days.journey",
-             "harness.culprit.run"}
+             "harness.culprit.app"}
     assert not later & mods, later & mods
     assert "harness.sweeping.after" in {n for n, _ in
                                         imported(HARNESS / "sweeping" / "course.py")}

@@ -202,7 +202,7 @@ def test_grid_in_a_terminal(tmp_path_factory: pytest.TempPathFactory, cols: int)
 
 def test_plain_progress_lines_wrap_at_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 29: a piped sweep printed 116 columns at COLUMNS=100."""
-    from harness.report.plain import PlainProgress
+    from harness.sweeping.course import PlainProgress
 
     out = io.StringIO()
     monkeypatch.setenv("COLUMNS", "60")

@@ -311,7 +311,7 @@ def test_a_loud_scenario_leaves_a_capped_agent_log_and_says_so(tmp_path: Path) -
 def test_a_closed_stream_wakes_a_main_thread_that_waits_on_the_lanes() -> None:
     import threading
 
-    from harness.signals import interruptible, stream_closed
+    from harness.errors import interruptible, stream_closed
 
     # GIVEN the main thread waiting on lanes (cells on other threads, done in 10 s)
     done = threading.Event()

@@ -99,10 +99,9 @@ def test_a_report_is_rendered_without_numpy(tmp_path: Path) -> None:
 
 
 def test_a_sweep_into_a_pipe_loads_no_live_display() -> None:
-    """The sweep's progress into a pipe or a log is plain lines (`report.plain`): rich's
+    """The sweep's progress into a pipe or a log is plain lines (`sweeping.course`): rich's
     live display (`report.live`) loads on a TTY alone."""
-    mods = _modules_after("import harness.sweeping.course\n"
-                          "from harness.report.plain import PlainProgress, progress_for\n"
+    mods = _modules_after("from harness.sweeping.course import PlainProgress, progress_for\n"
                           "assert isinstance(progress_for(False, str), PlainProgress)")
     assert "harness.sweeping.course" in mods
     assert "harness.report.live" not in mods and "rich" not in mods
