@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.answers.search import free_of
 from harness.cli import main
+from harness.result.model import load_result
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,10 +89,24 @@ def test_msgspec(tmp_path: Path) -> None:
 
 def test_ujson(tmp_path: Path) -> None:
     found = explained(tmp_path, "ujson.yaml")
+    fixed = "ujson-5.12.1.cpu.ujson_default"
+    if fixed not in found:
+        # The leak is in the first image, so its pair is the first later image read free
+        # of it (`answers.search.free_of`); a loaded host can leave 5.12.1's memory
+        # unread as stable (CI111, beside two busy loops: its table showed a suspected
+        # 1.37x on time, and no pair). The line is named then in the bad cell alone.
+        [run] = [p for p in tmp_path.glob("*/*") if p.is_dir()]
+        result = load_result(json.loads((run / "cells" / fixed / "result.json").read_text()))
+        assert not free_of(result, "leak"), (result.verdict, result.rule)
+        alone = found["ujson-5.12.0.cpu.ujson_default"]
+        assert alone["role"] == "cell" and alone["paired"] is None, alone
+        said = [str(x) for x in alone["summary"]]   # type: ignore[union-attr]
+        assert any("ujson_default.py:15 ExampleObject.__repr__" in x for x in said), said
+        return
     bad = first_bad(found)
     assert bad["cell"] == "ujson-5.12.0.cpu.ujson_default"
-    assert bad["paired"] == "ujson-5.12.1.cpu.ujson_default"
-    assert found["ujson-5.12.1.cpu.ujson_default"]["role"] == "fixed in"
+    assert bad["paired"] == fixed
+    assert found[fixed]["role"] == "fixed in"
     diff = [str(x) for x in bad["diff"]]            # type: ignore[union-attr]
     assert "ujson_default.py:15 ExampleObject.__repr__" in diff[0], diff
     assert diff[0].endswith("in ujson-5.12.0; 0 in ujson-5.12.1"), diff
