@@ -32,6 +32,7 @@ from harness.analysis.rules import (
     DOUBT,
     DOUBT_RULES,
     LENGTH_RULES,
+    NO_CHANGE,
     ONE_RUN,
     PEAK_VERDICT_RULES,
     REGRESSION,
@@ -375,6 +376,13 @@ def doubt(base: Baseline, cfg: AnalysisConfig) -> Rule[DoubtEvidence]:
                                     base.busy), DOUBT_RULES)[0]
 
 
+def busy_doubt(base: Baseline, cfg: AnalysisConfig) -> bool:
+    """Whether the doubt table would ask rounds of the host's load alone (`doubt-busy`),
+    whatever the pooled steps say."""
+    return first_of(DoubtEvidence(cfg, NO_CHANGE, base.busy), DOUBT_RULES)[0].id == (
+        "doubt-busy")
+
+
 def suspects(base: Baseline, cfg: AnalysisConfig) -> bool:
     """Whether the pooled comparison leaves the step time in doubt: a suspected change,
     or a busy host (load can hide a change as well as fake one)."""
@@ -428,7 +436,10 @@ def _vs_baseline(base: Baseline, within: CellVerdict, cfg: AnalysisConfig) -> Ce
             findings.append(Finding("vs-baseline", f"vs {label}: {conf.reason}"))
             unsettled = unsettled_words(conf, cfg, base.rounds)
         elif steps.direction == "slower":
-            suspected = f"{pooled}; not confirmed (rounds: 0)"
+            suspected = f"{pooled}; not confirmed (rounds: 0)" + (
+                f"; the host was busy (run-queue delay {base.busy:.0%} of the step time), "
+                "which the pooled p-value does not count: load can fake a change"
+                if busy_doubt(base, cfg) else "")
     if peaks is not None and first_of(PeakVerdictEvidence(
             cfg, peaks.direction, peaks.ratio), PEAK_VERDICT_RULES)[0].says == REGRESSION:
         worse.append(f"peak RSS {peaks.ratio:.2f}x {label}")

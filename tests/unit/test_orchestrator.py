@@ -434,7 +434,26 @@ def test_without_rounds_a_pooled_slowdown_is_only_suspected(tmp_path: Path) -> N
     out = run(matrix, runtime, tmp_path)
     res = out.results["v2.gpu0.loop"]
     assert res.verdict == "suspected" and "not confirmed (rounds: 0)" in res.reason
+    assert "busy" not in res.reason
     assert len(runtime.runs) == 2 and out.bad == []
+
+
+def test_without_rounds_a_pooled_slowdown_on_a_busy_host_says_the_host_was_busy(
+        tmp_path: Path) -> None:
+    # GIVEN no rounds, and the suspect run behind a run-queue delay of half its step time
+    # (beside a loaded CI an A/A-like ujson pair read 1.3-2.4x pooled at p < 1e-58)
+    matrix = make_matrix(tmp_path, "v1, v2")
+    path = tmp_path / "matrix.yaml"
+    path.write_text(path.read_text().replace("repeats: 0", "repeats: 0, rounds: 0"))
+    matrix = matrixfile.load(path)
+    runtime = FakeRuntime(by_image({"v2": Behaviour(step_s=0.002, rq_share=0.5)}))
+    # WHEN it is swept
+    res = run(matrix, runtime, tmp_path).results["v2.gpu0.loop"]
+    # THEN the pooled change is still only suspected, and its reason says that the host
+    # was busy, which the pooled p-value does not count
+    assert res.verdict == "suspected", res.reason
+    assert "not confirmed (rounds: 0); the host was busy (run-queue delay 50%" in res.reason
+    assert "load can fake a change" in res.reason
 
 
 def test_busy_rounds_are_replaced_and_named(tmp_path: Path) -> None:
