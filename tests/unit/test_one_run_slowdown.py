@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import sweepkit
 from fakeruntime import Behaviour, FakeRuntime
+from pluginkit import HANG_S
 
 from harness.analysis.decision import CellFacts, decide
 from harness.cli import main
@@ -123,7 +124,7 @@ def test_slows():
 def test_a_marked_test_that_slows_in_one_run_passes_with_a_warning(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_slowing=SLOWING)
-    got = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", timeout=120)
+    got = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA", timeout=HANG_S)
     text = got.stdout.str()
     # THEN it passes, undecided, saying what it saw and how to confirm it
     got.assert_outcomes(passed=1, warnings=1)

@@ -179,7 +179,7 @@ def test_a_marked_test_too_slow_for_its_budget_passes_with_a_warning_saying_the_
     # (within `harness.check`'s own 4 budgets: the plugin's 16 by default let test_slow
     # run on until decided, `ok` at 91 calls in a CI, issue 86)
     pytester.makepyfile(test_slow=textwrap.dedent(SLOW_TESTS))
-    result = run_plugin(pytester, "--harness-overrun", "4", timeout=120)
+    result = run_plugin(pytester, "--harness-overrun", "4")
     result.assert_outcomes(passed=1, failed=1, warnings=1)
     out = result.stdout.str()
     assert re.search(GROWS_FAILED, out), out
@@ -196,7 +196,7 @@ def test_a_marked_test_too_slow_for_its_budget_fails_strict_saying_the_budget_to
     from pluginkit import run_plugin
 
     pytester.makepyfile(test_slow=textwrap.dedent(SLOW_TESTS))
-    result = run_plugin(pytester, "--harness-strict", "--harness-overrun", "4", timeout=120)
+    result = run_plugin(pytester, "--harness-strict", "--harness-overrun", "4")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert re.search(GROWS_FAILED, out), out

@@ -57,7 +57,7 @@ def _leak_and_pass(result: pytest.RunResult) -> None:
 def test_a_leaking_test_fails_with_its_rule_and_a_clean_one_passes_with_its_floor(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_leaky=LEAKY)
-    result = run_plugin(pytester, "-rA", timeout=120)
+    result = run_plugin(pytester, "-rA")
     _leak_and_pass(result)
     # -rA shows the pass's own harness section, with the floor
     assert re.search(r"Captured harness call -+\nharness: ok \(rule ok\)", result.stdout.str())
@@ -66,7 +66,7 @@ def test_a_leaking_test_fails_with_its_rule_and_a_clean_one_passes_with_its_floo
 @pytest.mark.slow
 def test_the_same_under_xdist(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_leaky=LEAKY)
-    _leak_and_pass(run_plugin(pytester, "-p", "xdist", "-n", "2", timeout=120))
+    _leak_and_pass(run_plugin(pytester, "-p", "xdist", "-n", "2"))
 
 
 def test_fixtures_are_sent_and_what_cannot_be_runs_in_a_fork(pytester: pytest.Pytester) -> None:
@@ -109,7 +109,7 @@ def test_fixtures_are_sent_and_what_cannot_be_runs_in_a_fork(pytester: pytest.Py
         def test_fails_inside():
             assert 1 + 1 == 3, "arithmetic"
     ''')
-    result = run_plugin(pytester, timeout=120)
+    result = run_plugin(pytester)
     result.assert_outcomes(passed=3, failed=1)
     out = result.stdout.str()
     assert "cannot be sent" not in out and "method of class" not in out, out
@@ -141,7 +141,7 @@ def test_a_skip_or_xfail_inside_a_marked_test_ends_it_as_pytest_would(
         def test_known_to_fail():
             pytest.xfail("a known bug")
     ''')
-    result = run_plugin(pytester, "-rsx", timeout=120)
+    result = run_plugin(pytester, "-rsx")
     result.assert_outcomes(skipped=2, xfailed=1)
     out = result.stdout.str()
     assert "could not import 'no_such_backend_for_harness'" in out
@@ -166,12 +166,12 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
                 s += i
     ''')
     monkeypatch.setenv("WORK", "2000")
-    saved = run_plugin(pytester, "--harness-save", "main", timeout=120)
+    saved = run_plugin(pytester, "--harness-save", "main")
     saved.assert_outcomes(passed=1)
     assert "saved as 'main'" in saved.stdout.str()
     assert list((pytester.path / ".harness" / "main" / "cells").iterdir())
     monkeypatch.setenv("WORK", "6000")
-    slower = run_plugin(pytester, "--harness-compare", "main", timeout=120)
+    slower = run_plugin(pytester, "--harness-compare", "main")
     if "host busy" in slower.stdout.str() and "harness: regression" not in slower.stdout.str():
         pytest.skip("the host was too busy to time rounds")
     slower.assert_outcomes(failed=1)
@@ -179,7 +179,7 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
                      r"\(saved\)", slower.stdout.str()), slower.stdout.str()
     # Issue 63 item 3: a name nothing was saved as is a typo, refused naming the saved
     # ones; a test with no run under a known name passes, said.
-    typo = run_plugin(pytester, "--harness-compare", "mian", timeout=120)
+    typo = run_plugin(pytester, "--harness-compare", "mian")
     assert typo.ret == pytest.ExitCode.USAGE_ERROR
     assert ("--harness-compare 'mian': no run was saved under that name (.harness/ in "
             in typo.stderr.str()), typo.stderr.str()
@@ -191,10 +191,10 @@ def test_save_then_compare_finds_the_slower_step(pytester: pytest.Pytester,
         def test_new():
             sum(range(100))
     ''')
-    missing = run_plugin(pytester, "--harness-compare", "main", "test_new.py", timeout=120)
+    missing = run_plugin(pytester, "--harness-compare", "main", "test_new.py")
     missing.assert_outcomes(passed=1)
     assert "not compared: no run of this test saved as 'main'" in missing.stdout.str()
-    bad = run_plugin(pytester, "--harness-save", "../up", timeout=120)
+    bad = run_plugin(pytester, "--harness-save", "../up")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "--harness-save '../up': a name of letters (any script)" in bad.stderr.str()
 
@@ -207,7 +207,7 @@ def test_unmarked_tests_import_nothing_of_harness(pytester: pytest.Pytester) -> 
             assert not [m for m in sys.modules if m.startswith("harness.") and m not in
                         ("harness.pytest_plugin", "harness.pytestcall")]
     ''')
-    run_plugin(pytester, timeout=120).assert_outcomes(passed=1)
+    run_plugin(pytester).assert_outcomes(passed=1)
 
 
 WARM = '''
@@ -265,7 +265,7 @@ def _warm_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
     out.mkdir()
     monkeypatch.setenv("PLUGIN_OUT", str(out))
     pytester.makepyfile(test_warm=WARM)
-    result = run_plugin(pytester, "-rA", *args, timeout=120)
+    result = run_plugin(pytester, "-rA", *args)
     result.assert_outcomes(passed=3, failed=2)
     text = result.stdout.str()
     assert re.search(r"FAILED test_warm\.py::test_grows: leak \(rule leak\)", text), text

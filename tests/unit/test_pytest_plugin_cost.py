@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pluginkit import plugin_args
+from pluginkit import HANG_S, plugin_args
 
 from harness.api import check
 from harness.api.run import WHERE_LEAST, WHERE_PACE_MAX, WHERE_SLOWER, pace, within
@@ -63,7 +63,7 @@ def test_the_warm_interpreter_starts_before_the_first_tests_setup(
     out.mkdir()
     monkeypatch.setenv("PLUGIN_OUT", str(out))
     pytester.makepyfile(test_ahead=AHEAD)
-    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", timeout=120)
+    result = pytester.runpytest_subprocess(*plugin_args(), "-p", "no:cacheprovider", timeout=HANG_S)
     result.assert_outcomes(passed=2)
     events = [tuple(line.split()) for line in (out / "events").read_text().splitlines()]
     (pytest_pid,) = {pid for what, pid in events if what == "setup"}

@@ -110,7 +110,7 @@ def test_undecided_leaks_run_on_and_fail_and_a_filling_lru_passes(
     # GIVEN the four classes, each at a budget of 0.5 s (~300 calls)
     pytester.makepyfile(test_classes=CLASSES)
     # WHEN pytest runs them with the plugin's defaults
-    got = run_plugin(pytester, "-rA", timeout=300)
+    got = run_plugin(pytester, "-rA")
     out = got.stdout.str()
     said = _outcomes(out)
     # THEN both leaks that grow without end fail as leaks, and the LRU that fills over
@@ -147,8 +147,7 @@ def test_undecided_leaks_run_on_and_fail_and_a_filling_lru_passes(
 def test_no_allowance_runs_nothing_on_and_says_so(pytester: pytest.Pytester) -> None:
     # GIVEN the LRU alone, and no allowance for running on
     pytester.makepyfile(test_classes=CLASSES)
-    got = run_plugin(pytester, "-rA", "-k", "bounded_lru", "--harness-allowance", "0",
-                     timeout=120)
+    got = run_plugin(pytester, "-rA", "-k", "bounded_lru", "--harness-allowance", "0")
     out = got.stdout.str()
     # THEN it ran within 4 budgets, and the summary says the allowance stopped it
     assert "ran on past an undecided first run" not in out, out
@@ -163,7 +162,7 @@ def test_no_allowance_runs_nothing_on_and_says_so(pytester: pytest.Pytester) -> 
 def test_a_bad_bound_is_refused_by_name(pytester: pytest.Pytester, flag: str, value: str,
                                         words: str) -> None:
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    got = run_plugin(pytester, flag, value, timeout=60)
+    got = run_plugin(pytester, flag, value)
     assert got.ret == pytest.ExitCode.USAGE_ERROR, got.stdout.str()
     assert f"{flag} {value!r}" in got.stderr.str() and words in got.stderr.str(), \
         got.stderr.str()

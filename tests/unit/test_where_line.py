@@ -74,7 +74,7 @@ def test_run_in_a_fork_warns(make):
 def test_a_marked_tests_warnings_reach_pytests_summary(pytester: pytest.Pytester) -> None:
     # GIVEN two marked tests that warn, one run in the warm child, one in a fork
     pytester.makepyfile(test_warns=WARNS)
-    got = run_plugin(pytester, "-rA", timeout=120)
+    got = run_plugin(pytester, "-rA")
     out = got.stdout.str()
     # THEN both pass, and pytest's warnings summary lists each warning at its own line
     # (before: raised in the child, never shown)
