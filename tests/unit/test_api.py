@@ -138,6 +138,8 @@ def test_a_small_leaks_line_is_named_or_why_not(importable: Path) -> None:
     import tiny
 
     leak = harness.check(tiny.keep, budget="1s")
+    if leak.verdict == "ambiguous":     # undecided in 1 s on a loaded host: run longer
+        leak = harness.check(tiny.keep, budget="5s")
     assert leak.verdict == "leak", str(leak)
     short = re.fullmatch(r"heap: no line named: no site of tiny\.py grew ([\d,]+) B/call or "
                          r"more in the [\d,]+ calls .*a longer budget makes more calls",
@@ -160,9 +162,14 @@ def test_a_small_leaks_line_is_named_or_why_not(importable: Path) -> None:
                    wanted=0: few(cell, per_call, budget, deadline, 50))
         mp.setattr(where_run, "WHERE_LEAST", 50)
         mp.setattr(where_run, "WHERE_SLOWER", 1e9)
-        cut = harness.check(tiny.keep, budget="1s")
+        for budget in ("1s", "5s"):
+            # (a loaded host can leave 8 B/call undecided in 1 s (CI113: `ambiguous`), and
+            # the where line follows a leak alone: a longer budget, as its words advise)
+            cut = harness.check(tiny.keep, budget=budget)
+            if cut.verdict != "ambiguous":
+                break
     # THEN the one line says why no line is named, and how to get one
-    assert cut.verdict == "leak" and len(cut.where) == 1, cut.where
+    assert cut.verdict == "leak" and len(cut.where) == 1, (str(cut), cut.where)
     assert re.fullmatch(r"heap: no line named: no site of tiny\.py grew [\d,]+ B/call or "
                         r"more in the \d+ calls run again under tracemalloc \(less could be "
                         r"a one-time allocation\); a longer budget makes more calls",
