@@ -98,7 +98,9 @@ def test_a_cheap_steps_slowdown_between_releases_is_named(
     # (the rounds decide the direction: a busy host's pooled runs may have suspected it
     # either way, here once "faster", and the rounds then read it reversed, slower)
     assert conf.direction == "slower" and conf.rule == "confirm-slower", conf.reason
-    assert 1.3 < conf.ratio < 2.3, conf.reason
+    # (its confirmed ratios were 1.28-2.00 in sweeps beside busy loops, and 1.29x in a
+    # quiet CI115 beside the suite: the lower bound asks for a change, not its size)
+    assert 1.15 < conf.ratio < 2.3, conf.reason
 
 
 def test_a_cheap_step_that_did_not_change_is_never_called_slower(

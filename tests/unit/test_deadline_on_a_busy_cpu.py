@@ -149,7 +149,10 @@ def test_a_deadline_the_host_took_decides_nothing_and_a_hang_is_a_timeout(
     assert "the host took" in reason and "raise timeout:" in reason
     verdict, rule, reason = check("hang")
     assert (verdict, rule) == ("timeout", "timeout"), reason
-    assert "did not return" in reason
+    # the agent's own record names the call that did not return; where the host's kill
+    # at the deadline came first (CI115, the suite's load beside the pinned loops), the
+    # reason says that instead: either way a timeout, never `ambiguous`
+    assert "did not return" in reason or "killed at its deadline" in reason, reason
 
 
 @pytest.mark.slow     # three checks of a 0.3 s budget, each a few seconds beside the loops
