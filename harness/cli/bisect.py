@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import matrixfile
+from harness.app import answer
 from harness.bisect import BisectOptions, between, bisect_row, check_reuse, row_cells
-from harness.cli import answer, options, printer
+from harness.cli import options, printer
 from harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_OK,
@@ -42,7 +43,7 @@ def add_parser(sub: Any) -> None:
     options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "budget", "quiet",
                 out_keeps="the bisect keeps its cells in <out>/<name>/bisect-<row> and "
                           "reuses them on the next run")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

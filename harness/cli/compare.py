@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import FittedHelpFormatter, answer, options
+from harness.app import answer
+from harness.cli import FittedHelpFormatter, options
 from harness.compare import (
     Asked,
     FitComparison,
@@ -62,7 +63,7 @@ def add_parser(sub: Any) -> None:
                         "old one) with the second --host (default: the matrix's first "
                         "host with each of the others, in its order)")
     options.add(p, "width", "quiet")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import FittedHelpFormatter, answer, options
+from harness.app import answer
+from harness.cli import FittedHelpFormatter, options
 from harness.culprit.app import CulpritAsked, culprit_command
 
 EPILOG = """examples:
@@ -55,7 +56,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--repeats", type=int, default=1,
                    help="extra runs of a hybrid whose verdict stays ambiguous (default 1)")
     options.add(p, "runtime", "docker-host", "quiet")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

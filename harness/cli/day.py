@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import FittedHelpFormatter, answer, options
+from harness.app import answer
+from harness.cli import FittedHelpFormatter, options
 from harness.days.search import day_command
 
 EPILOG = """examples:
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("row", nargs="?", help="only this row, e.g. cpu.multidict_pop (default: "
                                           "each dated row that went bad after a good day)")
     options.add(p, "matrix", "quiet")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import FittedHelpFormatter, answer, options
+from harness.app import answer
+from harness.cli import FittedHelpFormatter, options
 from harness.errors import EXIT_ENVIRONMENT
 from harness.explain import explain_command
 from harness.report import ConsoleReporter, Report
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("dir", type=Path, help="a results directory written by `harness sweep`")
     p.add_argument("cell", nargs="?", help="only this cell (default: each row's first bad)")
     options.add(p, "matrix", "runtime", "docker-host", "quiet")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.cli import answer, options
+from harness.app import answer
+from harness.cli import options
 from harness.fit import FitAsked, FitReport, fit_command
 
 
@@ -21,7 +22,7 @@ def add_parser(sub: Any) -> None:
     options.add(p, "out", "runtime", "docker-host", "iterations", "warmup", "budget", "quiet",
                 per="probe", out_keeps="probes are kept in <out>/<name>/fit-<param> and "
                                        "reused on the next run")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

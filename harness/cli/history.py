@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli import answer, options
+from harness.app import answer
+from harness.cli import options
 from harness.history import HistoryConsole, closing, history_json, history_of, written
 from harness.report.grid import console_width, say
 
@@ -22,7 +23,7 @@ def add_parser(sub: Any) -> None:
     options.add(p, "width", "quiet")
     p.add_argument("--no-html", action="store_true",
                    help="do not write reports/NAME/history.html")
-    answer.add(p)
+    options.add(p, "format")
     p.set_defaults(func=run)
 
 

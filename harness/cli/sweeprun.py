@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from harness import matrixfile
 from harness import report as reports
 from harness.answers.kept import results_json
-from harness.cli import answer, printer
+from harness.app import answer
+from harness.cli import printer
 from harness.errors import EXIT_OK, EXIT_UNDECIDED, InputError
 from harness.report.grid import console_width, say
 from harness.stages.options import SweepOptions, apply_overrides

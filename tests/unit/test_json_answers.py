@@ -20,8 +20,8 @@ import pytest
 from fakeruntime import Behaviour, FakeRuntime
 from sweepkit import on_the_cli, write_matrix
 
+from harness.app.answer import SCHEMA
 from harness.cli import main
-from harness.cli.answer import SCHEMA
 from harness.matrixfile.model import Cell, ImageSpec
 from harness.runtimes.base import ImageInfo, Progress, RunOutcome, RunRequest
 from harness.runtimes.local import LocalRuntime
