@@ -648,6 +648,7 @@ def row_trends(row: RowAnswer, images: Sequence[str], results: dict[str, CellRes
 
 WIDTH, HEIGHT = 340, 150
 LEFT, RIGHT, TOP, BOTTOM = 70, 10, 32, 24
+SMALL_CHAR_PX = 4.6     # a character at font-size 8: 3.9-4.4 px in Chromium's sans-serif on Debian
 MAX_POINTS = 400
 FIT_COLOUR = "#d62728"
 
@@ -752,7 +753,8 @@ def chart(title: str, lines: Sequence[Line], unit: str, warmup_end: float | None
             compress(zip(ln.xs, ln.ys, strict=True), map(float(ax.y_hi).__lt__, ln.ys)),
             compress(zip(ln.xs, ln.ys, strict=True), map(float(ax.y_lo).__gt__, ln.ys)))]
     parts = [*frame(title, ax), *warmup(ax, warmup_end), *ticks(ax, unit),
-             *series(lines, ax), *legend(lines), *clipped_note(clipped, ax, warmup_end, unit),
+             *series(lines, ax), *legend(lines),
+             *clipped_note(clipped, ax, warmup_end, unit, note),
              *fit_line(fit, ax), *labels(title, headline, note, ax)]
     return Markup("".join(parts))
 
@@ -848,22 +850,27 @@ def legend(lines: Sequence[Line]) -> list[str]:
 
 
 def clipped_note(clipped: Sequence[tuple[float, float]], ax: Axes, warmup_end: float | None,
-                 unit: str) -> list[str]:
-    """How many points lie off the axis, how far, and whether warm-up, above the plot."""
-    said = []
+                 unit: str, beside: str = "") -> list[str]:
+    """How many points lie off the axis, how far, and whether warm-up, above the plot; the
+    how far only in its title where the line would run into `beside`, the note drawn at
+    its right end (`labels`)."""
+    whole, short = [], []
     for side, off in (("above", [p for p in clipped if p[1] > ax.y_hi]),
                       ("below", [p for p in clipped if p[1] < ax.y_lo])):
         if not off:
             continue
         warm = sum(1 for x, _ in off if warmup_end is not None and x <= warmup_end)
         far = max(y for _, y in off) if side == "above" else min(y for _, y in off)
-        said.append(f"{len(off)}{' warm-up' if warm == len(off) else ''} {side} "
-                    f"({'max' if side == 'above' else 'min'} {human(far, unit, 0)})")
-    if not said:
+        short.append(f"{len(off)}{' warm-up' if warm == len(off) else ''} {side}")
+        whole.append(f"{short[-1]} ({'max' if side == 'above' else 'min'} "
+                     f"{human(far, unit, 0)})")
+    if not whole:
         return []
+    said = "; ".join(whole)
+    fits = SMALL_CHAR_PX * (len(said) + (len(beside) + 2 if beside else 0)) <= ax.w
     return [f'<text class="clipped" x="{LEFT}" y="{TOP - 4}" font-size="8" '
-            f'fill="#a40">{escape("; ".join(said))}<title>samples off the axis, '
-            'drawn on its edge</title></text>']
+            f'fill="#a40">{escape(said if fits else "; ".join(short))}<title>'
+            f'{escape(said)}: samples off the axis, drawn on its edge</title></text>']
 
 
 def fit_line(fit: Fit | None, ax: Axes) -> list[str]:

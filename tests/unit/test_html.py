@@ -13,7 +13,7 @@ import sweepkit
 from fakeruntime import Behaviour
 
 from harness.report import HtmlReporter, Report, write_all
-from harness.report.html import chart, human, reduce
+from harness.report.html import SMALL_CHAR_PX, Line, chart, human, reduce
 from harness.store import RunStore
 from tests.resultkit import as_results
 
@@ -121,6 +121,24 @@ def test_chart_labels() -> None:
     assert human(95.37 * 2**20, "B", 200) != human(95.37 * 2**20 + 100, "B", 200)
     assert human(0.00117, "s", 3e-4) == "1.17 ms"
     assert "no samples" in chart("heap", [], "B")
+
+
+def test_an_off_axis_count_never_runs_into_the_note_beside_it() -> None:
+    # 1 above and 2 warm-up points below a fixed axis: the whole count, how far
+    # included, where the line has room; with a long note at its right end the count
+    # alone, how far kept in its title (seen in a real report.html, the two overlapping)
+    line = Line([0, 1, 2, 3, 4, 5], [0.5, -9e6, 2.0, 3.0, 1e7, 5.0], "#000", "rss")
+    alone = chart("rss", [line], "B", warmup_end=2, y_range=(0.0, 6.0))
+    crowded = chart("rss", [line], "B", warmup_end=2, y_range=(0.0, 6.0),
+                    note="CI +5.83..+5.84 KiB/call, leak")
+    text = re.compile(r'<text class="clipped"[^>]*>([^<]*)<title>([^<]*)</title>')
+    ((shown, title),) = text.findall(alone)
+    assert shown == "1 above (max 9.5 MiB); 1 warm-up below (min -8.6 MiB)", shown
+    assert title.startswith(shown)
+    ((shown, title),) = text.findall(crowded)
+    assert shown == "1 above; 1 warm-up below", shown
+    assert title.startswith("1 above (max 9.5 MiB); 1 warm-up below (min -8.6 MiB)")
+    assert SMALL_CHAR_PX * (len(shown) + len("CI +5.83..+5.84 KiB/call, leak") + 2) < 260
 
 
 def test_header_in_words_links_and_folded_pip_diff(swept: tuple[Report, RunStore]) -> None:
