@@ -164,9 +164,12 @@ GROWING = ("filling", "creep", "unconfirmed")
 
 
 def _grows(r: RunReading) -> str:
-    """"; and memory grows: ..." where memory grows undecided: a slowdown is never said
-    alone while memory grows beside it."""
-    return f"; and memory grows: {r.mem.reason}" if r.mem.kind in GROWING else ""
+    """"; and memory grows: ..." where memory grows undecided, "; and memory is undecided:
+    ..." where a source neither clearly grows nor is stable (rule `unsure`): a slowdown is
+    never said alone while its memory is not known to be flat."""
+    if r.mem.kind in GROWING:
+        return f"; and memory grows: {r.mem.reason}"
+    return f"; and memory is undecided: {r.mem.reason}" if r.mem.kind == "unsure" else ""
 
 
 def _asks(r: RunReading, calls: int) -> int:
@@ -200,6 +203,8 @@ def _slowdown(r: RunReading, _: Series, rule: Rule[Evidence]) -> CellVerdict:
     reason = r.evidence.facts.slowdown + _grows(r)
     if r.mem.kind in GROWING:
         found.append(Finding("note", f"memory grows: {r.mem.reason}"))
+    elif r.mem.kind == "unsure":
+        found.append(Finding("note", f"memory is undecided: {r.mem.reason}"))
     elif r.mem.fill is not None:
         found.append(Finding("note", f"{r.mem.carrier} {r.mem.fill.said(False)}"))
     return _out(r, rule, reason, None, tuple(found), contention=r.busy, gpu_time=r.gpu)

@@ -64,10 +64,12 @@ def test_a_cost_that_cycles_with_the_input_is_not_a_slowdown_and_one_that_grows_
     assert growing.verdict in ("slowdown", "leak"), growing.reason
     if growing.verdict == "leak":   # its steps said beside (or the busy host that voided them)
         assert {"slowdown", "busy-host"} & {f.kind for f in growing.findings}, growing.findings
-    # ... and where its memory read growth not decided yet, the slowdown says so: never
+    # ... and where its memory read growth not decided yet (or neither growth nor stable:
+    # rule `unsure`, a CI's heap at +34 B/call), the slowdown says so: never
     # a slowdown alone (issue 78 point 5)
     elif any(t.kind == "ambiguous" for t in growing.memory.values()):
-        assert "and memory grows: " in growing.reason, growing.reason
+        assert re.search(r"; and memory (grows|is undecided): ", growing.reason), (
+            growing.reason)
     first = growing.attempts[0]
     assert first.verdict == "ambiguous" and len(growing.attempts) >= 2, first.reason
     if "rising through the whole run" in first.reason:

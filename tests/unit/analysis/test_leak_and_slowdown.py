@@ -2,7 +2,8 @@
 that starts late read `slowdown within run (late steps 1.35x early ...)` and not a word
 of memory while its RSS went from 35 to 112 MB; each call slower and memory growing is
 the seeds' symptom. Where memory leaks, rule `leak` decides (the slowdown among its
-findings); where it grows and is not decided yet, the slowdown's words say it too."""
+findings); where it grows and is not decided yet, or is neither growing nor stable, the
+slowdown's words say it too."""
 
 from __future__ import annotations
 
@@ -48,6 +49,25 @@ def test_a_slowdown_beside_growing_memory_says_the_memory_too(
     assert got.rule in ("slowdown", "one-run", "rising"), got.rule
     assert SLOWER in got.reason
     assert f"and memory grows: {reason}" in got.reason, got.reason
+
+
+@pytest.mark.parametrize("facts", [Facts(slowdown=SLOWER),
+                                   Facts(slowdown=SLOWER, once=SLOWER),
+                                   Facts(slowdown=SLOWER, rising=8000)])
+def test_a_slowdown_beside_memory_neither_growing_nor_stable_says_it_is_undecided(
+        facts: Facts) -> None:
+    # A CI's list-keeping scenario, 2026-12-01: heap +34 B/call (CI +32..+35), its late
+    # window +0..+33 (rule `unsure`), read "slowdown" and not a word of its memory
+    memory = {"heap": trend("heap", "ambiguous", 34), "uss": trend("uss", "ambiguous", 32),
+              "rss": trend("rss", "stable", 32)}
+    got = verdict_of(reading("unsure", "heap neither clearly growing nor stable", memory,
+                             facts), Series())
+    assert got.rule in ("slowdown", "one-run", "rising"), got.rule
+    assert SLOWER in got.reason
+    assert "; and memory is undecided: heap neither clearly growing nor stable" in got.reason
+    if got.rule == "slowdown":
+        assert any(f.kind == "note" and "memory is undecided" in f.text
+                   for f in got.findings), got.findings
 
 
 def test_a_slowdown_beside_flat_memory_says_no_more() -> None:
